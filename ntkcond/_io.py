@@ -1,0 +1,40 @@
+"""Atomic file output: write to a temporary file in the same folder, then rename."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+
+def atomic_write(path: str, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash never leaves a half-written file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_savefig(fig, path: str, **kwargs) -> None:
+    """``fig.savefig`` through a temporary file and a rename."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=os.path.splitext(path)[1].lstrip(".") or "png", **kwargs)
+    atomic_write(path, buf.getvalue())
+
+
+def append_jsonl(path: str, record: dict) -> None:
+    """Append one JSON object as a line and fsync, so a killed run loses at most this line."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())

@@ -1,0 +1,240 @@
+"""Condition numbers and gradient angles read off a kernel matrix.
+
+For a symmetric positive semi-definite kernel K (n × n) with eigenvalues
+λ₁ ≥ λ₂ ≥ … ≥ λₙ ≥ 0, gradient descent on the linearised model converges along eigendirection
+i at rate (1 − ηλᵢ); directions with λᵢ = 0 are never moved and never matter for the training
+loss on the range of K. The quantity that governs the speed is therefore the effective
+condition number
+
+    κ_eff = λ_max / min{ λᵢ : λᵢ > τ },     τ = max(atol, rtol · λ_max),          (1)
+
+with default rtol = n·eps, the convention of ``numpy.linalg.matrix_rank`` and
+``scipy.linalg.pinvh``: eigenvalues below τ are indistinguishable from rounding in a matrix
+computed in that precision. The plain κ = λ_max / λ_min is reported beside it (∞ when the
+numerical rank is below n).
+
+Angles between model gradients are read off the kernel: for K = J Jᵀ,
+
+    angle(i, j) = atan2( sqrt(K_ii K_jj − K_ij²), K_ij )   ∈ [0, π] radians,      (2)
+
+the stable form of arccos(K_ij / sqrt(K_ii K_jj)). A kernel matrix cannot resolve angles much
+below sqrt(eps) ≈ 1e-8 rad (1 − cos θ is lost in rounding); ``ntkcond.infinite.gradient_angles``
+computes them from the data instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+__all__ = [
+    "Conditioning",
+    "conditioning",
+    "effective_condition_number",
+    "pairwise_angles",
+    "smallest_pairwise_angle",
+]
+
+# Entries of K − Kᵀ up to this many eps (of the kernel's dtype) times max|K| count as rounding.
+_SYMMETRY_EPS_FACTOR = 1e4
+
+
+@dataclasses.dataclass(frozen=True)
+class Conditioning:
+    """Spectrum summary of a PSD kernel (all values float64).
+
+    Attributes:
+      eigenvalues: (n,) ascending eigenvalues of (K + Kᵀ)/2.
+      lambda_max: largest eigenvalue λ_max.
+      lambda_min_nonzero: smallest eigenvalue above ``cutoff``.
+      rank: number of eigenvalues above ``cutoff``.
+      kappa_eff: λ_max / lambda_min_nonzero, eq. (1).
+      kappa: plain λ_max / λ_min; ``inf`` when ``rank < n``.
+      cutoff: τ = max(atol, rtol·λ_max).
+      precision_limited: True when kappa_eff ≥ 0.1 / (n·eps) of the dtype the kernel was
+        computed in: the value is then at the resolution limit of that dtype and says little
+        beyond "at least this large". A float32 kernel of n = 512 is limited from κ ≈ 1.6e3.
+      dtype: name of the dtype the kernel was computed in.
+    """
+
+    eigenvalues: np.ndarray
+    lambda_max: float
+    lambda_min_nonzero: float
+    rank: int
+    kappa_eff: float
+    kappa: float
+    cutoff: float
+    precision_limited: bool
+    dtype: str
+
+
+def _as_square_kernel(K, where: str) -> tuple[np.ndarray, np.dtype]:
+    """Validate K and return it as float64 together with the dtype it arrived in."""
+    if hasattr(K, "__array__") or isinstance(K, (list, tuple)):
+        arr = np.asarray(K)
+    else:
+        raise TypeError(f"{where}: expected a 2-D array, got {type(K).__name__}")
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"{where}: expected a real floating-point matrix, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{where}: expected a square (n, n) matrix, got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{where}: expected a non-empty matrix, got shape {arr.shape}")
+    dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float64)
+    K64 = arr.astype(np.float64)
+    if not np.all(np.isfinite(K64)):
+        bad = np.argwhere(~np.isfinite(K64))[0]
+        raise ValueError(
+            f"{where}: expected finite entries, got {K64[tuple(bad)]} (NaN or Inf) at {tuple(bad)}"
+        )
+    return K64, dtype
+
+
+def _eps(dtype) -> float:
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dtype=None) -> Conditioning:
+    """Eigenvalues, rank and (effective) condition numbers of a PSD kernel, eq. (1).
+
+    Args:
+      K: (n, n) symmetric PSD matrix (numpy, jax or nested lists). It is symmetrised as
+        (K + Kᵀ)/2 and diagonalised with a float64 ``eigvalsh``.
+      rtol: relative cutoff; default n·eps of the kernel's dtype (n·eps of float64 for the
+        float64 kernels ntkcond computes; numpy ``matrix_rank``'s convention).
+      atol: absolute cutoff; default 0. The cutoff is τ = max(atol, rtol·λ_max).
+      dtype: the dtype K was *computed* in, when it differs from K's dtype (e.g. a float32
+        kernel cast to float64 afterwards). Sets the default rtol and ``precision_limited``.
+
+    Returns:
+      ``Conditioning``.
+
+    Raises:
+      TypeError: K is not a real numeric array.
+      ValueError: K is empty, not square, not finite, asymmetric beyond rounding
+        (|K − Kᵀ| > 1e4·eps·max|K|), zero, or has an eigenvalue below −τ (not PSD).
+    """
+    where = "conditioning"
+    K64, kdtype = _as_square_kernel(K, where)
+    if dtype is not None:
+        kdtype = np.dtype(dtype)
+    n = K64.shape[0]
+    eps = _eps(kdtype)
+    scale = float(np.max(np.abs(K64)))
+    if scale == 0.0:
+        raise ValueError(f"{where}: expected a nonzero kernel, got the {n}x{n} zero matrix")
+    asym = float(np.max(np.abs(K64 - K64.T)))
+    if asym > _SYMMETRY_EPS_FACTOR * eps * scale:
+        i, j = np.unravel_index(np.argmax(np.abs(K64 - K64.T)), K64.shape)
+        raise ValueError(
+            f"{where}: expected a symmetric matrix, got |K[{i},{j}] - K[{j},{i}]| = {asym:.3g} "
+            f"(> {_SYMMETRY_EPS_FACTOR:g}*eps*max|K| = {_SYMMETRY_EPS_FACTOR * eps * scale:.3g})"
+        )
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{where}: expected {name} >= 0, got {value!r}")
+    rtol = n * eps if rtol is None else float(rtol)
+    atol = 0.0 if atol is None else float(atol)
+
+    eigenvalues = np.linalg.eigvalsh(0.5 * (K64 + K64.T))
+    lambda_max = float(eigenvalues[-1])
+    cutoff = max(atol, rtol * max(lambda_max, 0.0))
+    if eigenvalues[0] < -cutoff:
+        raise ValueError(
+            f"{where}: expected a positive semi-definite matrix, got eigenvalue "
+            f"{eigenvalues[0]:.6g} < -cutoff = {-cutoff:.3g} (lambda_max = {lambda_max:.6g})"
+        )
+    above = eigenvalues > cutoff
+    rank = int(np.count_nonzero(above))
+    if rank == 0:
+        raise ValueError(
+            f"{where}: expected at least one eigenvalue above the cutoff {cutoff:.3g}, "
+            f"got lambda_max = {lambda_max:.3g}"
+        )
+    lambda_min_nonzero = float(eigenvalues[above][0])
+    kappa_eff = lambda_max / lambda_min_nonzero
+    kappa = lambda_max / float(eigenvalues[0]) if rank == n else float("inf")
+    precision_limited = bool(kappa_eff >= 0.1 / (n * eps))
+    return Conditioning(
+        eigenvalues=eigenvalues,
+        lambda_max=lambda_max,
+        lambda_min_nonzero=lambda_min_nonzero,
+        rank=rank,
+        kappa_eff=float(kappa_eff),
+        kappa=float(kappa),
+        cutoff=float(cutoff),
+        precision_limited=precision_limited,
+        dtype=str(kdtype),
+    )
+
+
+def effective_condition_number(K, *, rtol: float | None = None, atol: float | None = None) -> float:
+    """κ_eff = λ_max / (smallest eigenvalue above τ = max(atol, rtol·λ_max)), eq. (1).
+
+    Args:
+      K: (n, n) symmetric PSD kernel.
+      rtol: default n·eps (float64 eps for float64 kernels).
+      atol: default 0.
+
+    Returns:
+      κ_eff as a Python float; 1.0 for a 1 × 1 kernel.
+
+    See ``conditioning`` for the checks and the full spectrum summary.
+    """
+    return conditioning(K, rtol=rtol, atol=atol).kappa_eff
+
+
+def _kernel_angles(K64: np.ndarray, where: str) -> np.ndarray:
+    diag = np.diagonal(K64).copy()
+    if np.any(diag <= 0):
+        i = int(np.argmax(diag <= 0))
+        raise ValueError(
+            f"{where}: expected a positive diagonal (every gradient nonzero), got K[{i},{i}] = {diag[i]}"
+        )
+    sin_part = np.sqrt(np.maximum(np.outer(diag, diag) - K64**2, 0.0))
+    angles = np.arctan2(sin_part, K64)
+    np.fill_diagonal(angles, 0.0)
+    return angles
+
+
+def pairwise_angles(K) -> np.ndarray:
+    """Angles between model gradients read off a kernel, eq. (2), in radians.
+
+    angle(i, j) = atan2(sqrt(K_ii K_jj − K_ij²), K_ij), with the diagonal exactly 0.
+    For K = X Xᵀ these are the angles between the inputs.
+
+    Args:
+      K: (n, n) symmetric kernel with positive diagonal.
+
+    Returns:
+      (n, n) float64 array of angles in [0, π].
+    """
+    K64, _ = _as_square_kernel(K, "pairwise_angles")
+    return _kernel_angles(K64, "pairwise_angles")
+
+
+def smallest_pairwise_angle(K) -> tuple[float, int, int]:
+    """The smallest off-diagonal angle of eq. (2) and its pair.
+
+    Args:
+      K: (n, n) symmetric kernel, n ≥ 2, positive diagonal.
+
+    Returns:
+      (angle in radians, i, j) with i < j. Ties go to the first pair in row-major order.
+    """
+    K64, _ = _as_square_kernel(K, "smallest_pairwise_angle")
+    n = K64.shape[0]
+    if n < 2:
+        raise ValueError(f"smallest_pairwise_angle: expected n >= 2 rows to form a pair, got n = {n}")
+    angles = _kernel_angles(K64, "smallest_pairwise_angle")
+    return _argmin_upper(angles)
+
+
+def _argmin_upper(angles: np.ndarray) -> tuple[float, int, int]:
+    """Smallest entry strictly above the diagonal of a square matrix: (value, i, j), i < j."""
+    n = angles.shape[0]
+    masked = np.where(np.tri(n, dtype=bool), np.inf, angles)  # hide the diagonal and below
+    i, j = divmod(int(np.argmin(masked)), n)
+    return float(angles[i, j]), i, j

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""NTK condition number and smallest gradient angle against depth, ReLU beside linear.
+
+    python scripts/cond_vs_depth.py                      # digits, batch 512, depths 0-10
+    python scripts/cond_vs_depth.py --dataset path/to/file.npz --batch 256 --depths 0,1,5
+
+Writes to --out: records.jsonl (one JSON record per batch × depth × activation),
+summary.csv, figure.png and config.json; prints the summary table and the figure's path.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ntkcond import datasets, parse_activation
+from ntkcond._io import append_jsonl, atomic_write
+from ntkcond.experiment import format_table, measure_infinite_batch, plot_cond_vs_depth, summarize
+
+PROG = "cond_vs_depth"
+
+
+def parse_depths(text: str) -> list[int]:
+    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0."""
+    depths = set()
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = (int(v) for v in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                depths.update(range(lo, hi + 1))
+            else:
+                depths.add(int(part))
+    except ValueError:
+        raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
+    if not depths or min(depths) < 0:
+        raise ValueError(f"--depths: expected depths >= 0, got {text!r}")
+    return sorted(depths)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", default="digits", help="digits (default), gaussian, or a .npz path")
+    p.add_argument("--split", default="train")
+    p.add_argument("--batch", type=int, default=512, help="batch size n (default 512)")
+    p.add_argument("--max-batches", type=int, default=None, help="at most this many batches")
+    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
+    p.add_argument("--activations", nargs="+", default=["relu", "linear"],
+                   help="relu linear leaky:0.1 ... (default relu linear)")
+    p.add_argument("--trainable", default="all", choices=["all", "first", "last"])
+    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
+    p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
+    p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
+    p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
+    p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
+    p.add_argument("--normalize", default="default", choices=["default", "unit", "none"])
+    p.add_argument("--out", default=os.path.join("runs", PROG), help="output folder")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return p
+
+
+def run(args) -> str:
+    depths = parse_depths(args.depths)
+    activations = [parse_activation(a).name for a in args.activations]
+    ds = datasets.load(args.dataset, args.split, n=args.n, dim=args.dim, seed=args.seed,
+                       normalize=args.normalize)
+    index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
+                                     max_batches=args.max_batches, drop_last=args.drop_last)
+    config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,
+              "activations": activations, "width": ["inf"], "trainable": args.trainable,
+              "seed": args.seed, "in_order": args.in_order, "preprocessing": ds.preprocessing}
+    os.makedirs(args.out, exist_ok=True)
+    atomic_write(os.path.join(args.out, "config.json"), json.dumps(config, indent=2) + "\n")
+    records_path = os.path.join(args.out, "records.jsonl")
+    atomic_write(records_path, "")
+    records = []
+    for b, index in enumerate(tqdm(index_batches, desc=PROG, unit="batch",
+                                   disable=args.no_progress)):
+        meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
+        for rec in measure_infinite_batch(ds.x[index], index, depths=depths,
+                                          activations=activations, trainable=args.trainable,
+                                          meta=meta):
+            append_jsonl(records_path, rec)
+            records.append(rec)
+    rows = summarize(records)
+    buf = io.StringIO()
+    buf.write(f"# preprocessing: {json.dumps(ds.preprocessing)}\n")
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write(os.path.join(args.out, "summary.csv"), buf.getvalue())
+    title = (f"{ds.name} ({ds.split}), n = {args.batch}, {len(index_batches)} batch(es), "
+             f"infinite width, trainable = {args.trainable}")
+    figure = plot_cond_vs_depth(rows, os.path.join(args.out, "figure.png"), title=title,
+                                metadata=config)
+    print(title)
+    print(format_table(rows))
+    print("(* = kappa_eff at the float64 resolution limit)")
+    print(f"figure: {os.path.abspath(figure)}")
+    return figure
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except (ValueError, TypeError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
