@@ -38,7 +38,7 @@ settles this numerically.)
 Accuracy. Everything is carried as angles, never through arccos: 1 − cos and 1 + cos are
 propagated by recursions whose terms are all non-negative, so there is no cancellation, and
 φ = 2·atan2(√(1 − cos φ), √(1 + cos φ)). Relative accuracy is ~1e-14 for all angles down to
-1e-300 rad.
+1e-150 rad (below that, 1 − cos θ ≈ θ²/2 underflows to 0).
 """
 from __future__ import annotations
 

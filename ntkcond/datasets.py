@@ -141,14 +141,18 @@ def load(
 
 def _read_npz(path: str, where: str):
     try:
-        with np.load(path, allow_pickle=False) as f:
-            if "x" not in f.files or "y" not in f.files:
-                raise ValueError(
-                    f"{where}: expected arrays 'x' and 'y' in {path}, got {sorted(f.files)}"
-                )
-            x, y = f["x"], f["y"]
-    except (OSError, EOFError) as err:  # missing, truncated or not a zip file
+        f = np.load(path, allow_pickle=False)
+    except (OSError, EOFError, ValueError) as err:  # missing, truncated or not a zip file
         raise ValueError(f"{where}: cannot read {path} as an .npz file ({err})") from None
+    if not hasattr(f, "files"):
+        raise ValueError(f"{where}: expected an .npz archive with arrays 'x' and 'y', got a single array in {path}")
+    with f:
+        if "x" not in f.files or "y" not in f.files:
+            raise ValueError(f"{where}: expected arrays 'x' and 'y' in {path}, got {sorted(f.files)}")
+        try:
+            x, y = f["x"], f["y"]
+        except (OSError, EOFError, ValueError) as err:
+            raise ValueError(f"{where}: cannot read arrays from {path} ({err})") from None
     if x.ndim < 2 or len(x) == 0:
         raise ValueError(f"{where}: expected x of shape (n, ...) with n >= 1 in {path}, got {x.shape}")
     if len(y) != len(x):

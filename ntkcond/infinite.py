@@ -19,7 +19,7 @@ depth; for linear nets NTK = (L + 1)·G/d with G = XXᵀ, so κ does not change 
 
 Precision: input angles come from the normalised Gram matrix, and pairs within 0.1 rad of 0
 or π are recomputed as θ = 2 atan2(‖x̂ − x̂'‖, ‖x̂ + x̂'‖) (Kahan), so angles keep full relative
-precision down to 1e-300 rad; the recursion never calls arccos.
+precision down to 1e-150 rad; the recursion never calls arccos.
 """
 from __future__ import annotations
 

@@ -8,10 +8,15 @@ condition number
 
     κ_eff = λ_max / min{ λᵢ : λᵢ > τ },     τ = max(atol, rtol · λ_max),          (1)
 
-with default rtol = n·eps, the convention of ``numpy.linalg.matrix_rank`` and
-``scipy.linalg.pinvh``: eigenvalues below τ are indistinguishable from rounding in a matrix
-computed in that precision. The plain κ = λ_max / λ_min is reported beside it (∞ when the
-numerical rank is below n).
+with default rtol = n·eps of float64, the convention of ``numpy.linalg.matrix_rank`` and
+``scipy.linalg.pinvh``: eigenvalues below τ are indistinguishable from rounding in a float64
+matrix. The plain κ = λ_max / λ_min is reported beside it (∞ when the numerical rank is below n).
+
+A kernel computed in lower precision (float32) carries eigenvalue noise of order
+n·eps₃₂·λ_max of either sign. It is accepted (negative eigenvalues down to that level are not a
+PSD violation), its κ_eff then reflects that noise, and ``precision_limited`` says so: κ_eff
+within 10x of 1/(n·eps) of the dtype the kernel was computed in (≈ 1.6e3 for float32, n = 512;
+≈ 8.8e11 for float64) is not a measurement of the kernel but of its rounding.
 
 Angles between model gradients are read off the kernel: for K = J Jᵀ,
 
@@ -102,11 +107,11 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     Args:
       K: (n, n) symmetric PSD matrix (numpy, jax or nested lists). It is symmetrised as
         (K + Kᵀ)/2 and diagonalised with a float64 ``eigvalsh``.
-      rtol: relative cutoff; default n·eps of the kernel's dtype (n·eps of float64 for the
-        float64 kernels ntkcond computes; numpy ``matrix_rank``'s convention).
+      rtol: relative cutoff; default n·eps of float64 (numpy ``matrix_rank``'s convention).
       atol: absolute cutoff; default 0. The cutoff is τ = max(atol, rtol·λ_max).
       dtype: the dtype K was *computed* in, when it differs from K's dtype (e.g. a float32
-        kernel cast to float64 afterwards). Sets the default rtol and ``precision_limited``.
+        kernel cast to float64 afterwards). Sets the noise level n·eps·λ_max tolerated below
+        zero and the ``precision_limited`` threshold.
 
     Returns:
       ``Conditioning``.
@@ -114,7 +119,8 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     Raises:
       TypeError: K is not a real numeric array.
       ValueError: K is empty, not square, not finite, asymmetric beyond rounding
-        (|K − Kᵀ| > 1e4·eps·max|K|), zero, or has an eigenvalue below −τ (not PSD).
+        (|K − Kᵀ| > 1e4·eps·max|K|), zero, or has an eigenvalue below
+        −max(τ, n·eps_dtype·λ_max) (not PSD).
     """
     where = "conditioning"
     K64, kdtype = _as_square_kernel(K, where)
@@ -135,16 +141,17 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and not (np.isfinite(value) and value >= 0):
             raise ValueError(f"{where}: expected {name} >= 0, got {value!r}")
-    rtol = n * eps if rtol is None else float(rtol)
+    rtol = n * _eps(np.float64) if rtol is None else float(rtol)
     atol = 0.0 if atol is None else float(atol)
 
     eigenvalues = np.linalg.eigvalsh(0.5 * (K64 + K64.T))
     lambda_max = float(eigenvalues[-1])
     cutoff = max(atol, rtol * max(lambda_max, 0.0))
-    if eigenvalues[0] < -cutoff:
+    floor = max(cutoff, n * eps * max(lambda_max, 0.0))  # rounding noise of K's own dtype
+    if eigenvalues[0] < -floor:
         raise ValueError(
             f"{where}: expected a positive semi-definite matrix, got eigenvalue "
-            f"{eigenvalues[0]:.6g} < -cutoff = {-cutoff:.3g} (lambda_max = {lambda_max:.6g})"
+            f"{eigenvalues[0]:.6g} < {-floor:.3g} (lambda_max = {lambda_max:.6g})"
         )
     above = eigenvalues > cutoff
     rank = int(np.count_nonzero(above))
@@ -175,7 +182,7 @@ def effective_condition_number(K, *, rtol: float | None = None, atol: float | No
 
     Args:
       K: (n, n) symmetric PSD kernel.
-      rtol: default n·eps (float64 eps for float64 kernels).
+      rtol: default n·eps of float64.
       atol: default 0.
 
     Returns:

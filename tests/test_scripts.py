@@ -1,0 +1,47 @@
+import importlib.util
+import json
+import os
+
+import pytest
+
+from conftest import REPO
+
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "scripts", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cond_vs_depth_smoke(tmp_path, capsys):
+    script = load_script("cond_vs_depth")
+    out = tmp_path / "run"
+    assert script.main(["--batch", "64", "--max-batches", "2", "--depths", "0-3",
+                        "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "kappa_eff relu" in printed and "figure:" in printed
+    records = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(records) == 2 * 4 * 2  # batches × depths × activations
+    keys = {"dataset", "split", "batch_index", "n", "depth", "activation", "width", "seed",
+            "trainable", "lambda_max", "lambda_min_nonzero", "rank", "kappa_eff", "kappa",
+            "precision_limited", "min_grad_angle_deg", "min_grad_angle_pair",
+            "min_input_angle_deg", "seconds"}
+    assert all(keys <= set(r) for r in records)
+    linear = [r["kappa_eff"] for r in records if r["activation"] == "linear" and r["batch_index"] == 0]
+    assert max(linear) / min(linear) - 1 < 1e-6  # linear κ does not change with depth
+    assert (out / "figure.png").stat().st_size > 10_000
+    assert "preprocessing" in (out / "summary.csv").read_text().splitlines()[0]
+    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--depths", "3-1"], "--depths"), (["--batch", "5000"], "batch <= n = 1797"),
+     (["--activations", "tanh"], "expected 'relu'"), (["--dataset", "nope"], "unknown data set")],
+)
+def test_cond_vs_depth_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    script = load_script("cond_vs_depth")
+    assert script.main(argv + ["--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cond_vs_depth: error:") and message in err

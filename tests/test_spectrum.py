@@ -1,0 +1,195 @@
+import numpy as np
+import pytest
+from conftest import orthogonal
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ntkcond import (
+    conditioning,
+    effective_condition_number,
+    input_angles,
+    pairwise_angles,
+    smallest_pairwise_angle,
+)
+
+EPS = np.finfo(np.float64).eps
+
+
+def prescribed(eigenvalues, seed=0):
+    """Q diag(λ) Qᵀ with a random orthogonal Q: its spectrum is exactly λ up to rounding."""
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    q = orthogonal(len(lam), np.random.default_rng(seed))
+    K = (q * lam) @ q.T
+    return 0.5 * (K + K.T)
+
+
+@pytest.mark.parametrize("kappa", [1.0, 10.0, 1e3, 1e6, 1e9])
+@pytest.mark.parametrize("n", [2, 17, 64])
+def test_prescribed_spectrum(n, kappa):
+    lam = np.geomspace(1.0, 1.0 / kappa, n)
+    cond = conditioning(prescribed(lam, seed=n))
+    # Forming Q Λ Qᵀ and eigvalsh each perturb eigenvalues by O(n·eps·λ_max) (Weyl), so
+    # λ_min has relative error ≲ n·eps·κ; allow 10x that.
+    tol = 10 * n * EPS * kappa
+    assert cond.rank == n
+    assert cond.kappa_eff == pytest.approx(kappa, rel=tol)
+    assert cond.kappa == cond.kappa_eff
+    assert cond.lambda_max == pytest.approx(1.0, rel=10 * n * EPS)
+    assert not cond.precision_limited
+
+
+def test_effective_condition_number_skips_exact_zeros():
+    lam = np.r_[np.geomspace(4.0, 0.5, 6), np.zeros(4)]
+    K = prescribed(lam, seed=3)
+    cond = conditioning(K)
+    assert cond.rank == 6
+    assert cond.kappa == np.inf
+    # the nonzero part is resolved to O(n·eps·λ_max)/λ_min relative (see above)
+    assert effective_condition_number(K) == pytest.approx(8.0, rel=100 * 10 * EPS * 8)
+    assert cond.cutoff == pytest.approx(10 * EPS * 4.0, rel=1e-12)
+
+
+def test_gram_with_more_points_than_dimensions():
+    # n > d: G = XXᵀ has rank d and its nonzero eigenvalues are the squared singular values
+    # of X, which the SVD of X gives to relative accuracy ~eps·κ(X) = eps·sqrt(κ(G)).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 30)) * np.geomspace(1, 1e-2, 30)
+    s = np.linalg.svd(X, compute_uv=False)
+    cond = conditioning(X @ X.T)
+    assert cond.rank == 30
+    assert cond.kappa == np.inf
+    # eigvalsh of G loses eps·κ(G) ~ 2e-16·1e4 relative on λ_d; allow 100x.
+    assert cond.kappa_eff == pytest.approx((s[0] / s[-1]) ** 2, rel=100 * EPS * (s[0] / s[-1]) ** 2)
+
+
+def test_duplicate_inputs_reduce_rank():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((12, 40))
+    Xdup = np.vstack([X, X[:5]])  # 5 exact duplicates
+    assert conditioning(Xdup @ Xdup.T).rank == 12
+    s = np.linalg.svd(X, compute_uv=False)
+    # duplicating rows changes the nonzero spectrum, but not the rank; exact spectrum from SVD:
+    s_dup = np.linalg.svd(Xdup, compute_uv=False)[:12]
+    assert effective_condition_number(Xdup @ Xdup.T) == pytest.approx(
+        (s_dup[0] / s_dup[-1]) ** 2, rel=1e-10)
+    assert conditioning(X @ X.T).rank == 12 and s.size == 12
+
+
+def test_one_by_one():
+    assert effective_condition_number([[3.0]]) == 1.0
+    c = conditioning(np.array([[2.5]]))
+    assert (c.rank, c.kappa, c.kappa_eff) == (1, 1.0, 1.0)
+
+
+def test_cutoffs():
+    K = prescribed([1.0, 1e-3, 1e-8], seed=2)
+    assert effective_condition_number(K) == pytest.approx(1e8, rel=1e-6)
+    assert effective_condition_number(K, rtol=1e-6) == pytest.approx(1e3, rel=1e-9)
+    assert effective_condition_number(K, atol=1e-2) == 1.0
+    # τ = max(atol, rtol·λmax)
+    assert conditioning(K, rtol=1e-6, atol=1e-9).cutoff == pytest.approx(1e-6)
+
+
+def test_float32_kernel_is_flagged():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((512, 784))
+    X[1] = X[0] + 1e-3 * rng.standard_normal(784)  # a near-duplicate pair: κ ≈ 1e7
+    K32 = (X @ X.T).astype(np.float32)
+    c32 = conditioning(K32)
+    assert c32.dtype == "float32"
+    # float32 resolves κ only up to ~1/(n·eps32) = 1.6e4: the flag must say so. Its noise
+    # eigenvalues (|λ| ~ n·eps32·λmax, either sign) are tolerated, not reported as "not PSD".
+    assert c32.precision_limited
+    assert c32.kappa_eff > 0.1 / (512 * np.finfo(np.float32).eps)
+    c64 = conditioning(X @ X.T)
+    assert not c64.precision_limited and c64.kappa_eff > 1e6
+    # the same float32 values cast up still count as a float32 kernel when told so
+    assert conditioning(K32.astype(np.float64), dtype=np.float32).precision_limited
+
+
+@given(
+    scale=st.floats(1e-100, 1e100),
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 12),
+)
+def test_scale_and_permutation_invariance(scale, seed, n):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, n + 2))
+    K = X @ X.T
+    base = effective_condition_number(K)
+    perm = rng.permutation(n)
+    # Scaling by a float multiplies every entry with one rounding (relative eps); permuting is
+    # exact. eigvalsh's error on λ_min is O(n·eps·λ_max), i.e. relative n·eps·κ on κ.
+    tol = 20 * n * EPS * base
+    assert effective_condition_number(scale * K) == pytest.approx(base, rel=tol)
+    assert effective_condition_number(K[np.ix_(perm, perm)]) == pytest.approx(base, rel=tol)
+    a = pairwise_angles(K)
+    assert np.allclose(pairwise_angles(K[np.ix_(perm, perm)]), a[np.ix_(perm, perm)], rtol=0, atol=1e-12)
+
+
+def test_pairwise_angles_of_gram_are_input_angles():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((30, 10))
+    A = pairwise_angles(X @ X.T)
+    assert np.all(np.diagonal(A) == 0.0)
+    # Angles ≥ 0.1 rad from a float64 Gram matrix are exact to ~eps/θ² ≤ 1e-13 relative.
+    mask = ~np.eye(30, dtype=bool)
+    assert np.allclose(A[mask], input_angles(X)[mask], rtol=1e-12, atol=0)
+    angle, i, j = smallest_pairwise_angle(X @ X.T)
+    assert i < j and angle == A[i, j] == A[mask].min()
+
+
+def test_smallest_pairwise_angle_finds_planted_pair():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((50, 20))
+    X[37] = X[11] + 1e-3 * rng.standard_normal(20)
+    angle, i, j = smallest_pairwise_angle(X @ X.T)
+    assert (i, j) == (11, 37)
+    assert angle == pytest.approx(input_angles(X)[11, 37], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "K, match",
+    [
+        (np.ones((2, 3)), r"square \(n, n\) matrix, got shape \(2, 3\)"),
+        (np.ones((0, 0)), "non-empty"),
+        (np.ones(3), "square"),
+        (np.array([[1.0, np.nan], [np.nan, 1.0]]), "finite entries, got nan"),
+        (np.array([[1.0, 0.0], [0.0, np.inf]]), "finite entries, got inf"),
+        (np.array([[1.0, 0.5], [0.4, 1.0]]), r"symmetric matrix, got \|K\[0,1\] - K\[1,0\]\| = 0.1"),
+        (np.array([[1.0, 2.0], [2.0, 1.0]]), "positive semi-definite matrix, got eigenvalue -1"),
+        (np.zeros((3, 3)), "nonzero kernel"),
+    ],
+)
+def test_bad_kernels(K, match):
+    with pytest.raises(ValueError, match=match):
+        conditioning(K)
+    with pytest.raises(ValueError):
+        effective_condition_number(K)
+
+
+def test_bad_types_and_tolerances():
+    with pytest.raises(TypeError, match="real floating-point"):
+        conditioning(np.eye(2, dtype=complex))
+    with pytest.raises(TypeError, match="2-D array"):
+        conditioning("K")
+    with pytest.raises(ValueError, match="rtol >= 0"):
+        conditioning(np.eye(2), rtol=-1.0)
+
+
+def test_round_off_asymmetry_is_accepted():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((40, 7))
+    K = X @ X.T
+    K_noisy = K + 1e-15 * np.abs(K).max() * np.triu(rng.standard_normal(K.shape), 1)
+    assert conditioning(K_noisy).rank == 7
+
+
+def test_zero_norm_row_rejected():
+    K = np.array([[1.0, 0.0], [0.0, 0.0]])
+    with pytest.raises(ValueError, match=r"positive diagonal.*K\[1,1\] = 0"):
+        pairwise_angles(K)
+    with pytest.raises(ValueError, match="positive diagonal"):
+        smallest_pairwise_angle(K)
+    with pytest.raises(ValueError, match="n >= 2"):
+        smallest_pairwise_angle([[1.0]])
