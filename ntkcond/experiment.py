@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .activations import parse_activation
-from .infinite import depth_sweep, input_angles
+from .infinite import _geometry, _sweep
 from .spectrum import _argmin_upper, conditioning
 
 __all__ = ["measure_infinite_batch", "summarize", "format_table", "plot_cond_vs_depth"]
@@ -87,12 +87,13 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
     x = np.asarray(x, dtype=np.float64)
     if x.shape[0] < 2:
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
-    min_input = math.degrees(_argmin_upper(input_angles(x))[0])
+    start = time.perf_counter()
+    geometry = _geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
+    min_input = math.degrees(_argmin_upper(geometry[0])[0])
     records = []
     for activation in activations:
         act = parse_activation(activation)
-        start = time.perf_counter()
-        for item in depth_sweep(x, depths, activation=act, trainable=trainable):
+        for item in _sweep(geometry, depths, act, trainable):
             rec = dict(meta)
             rec.update(
                 n=int(x.shape[0]),

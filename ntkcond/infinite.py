@@ -266,6 +266,11 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
+    return _sweep(_geometry(x, None, "depth_sweep"), depths, activation, trainable)
+
+
+def _sweep(geometry, depths, activation, trainable) -> Iterator[DepthKernel]:
+    """``depth_sweep`` on a precomputed ``_geometry(x, None)``, shared across activations."""
     act = parse_activation(activation)
     depths = sorted({_as_depth(L, "depth_sweep") for L in depths})
     if not depths:
@@ -276,7 +281,7 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
         layers = None if trainable.lower() == "all" else {0}
     else:
         layers = set(resolve_trainable(trainable, depths[0], "depth_sweep"))
-    angle, cos, scale = _geometry(x, None, "depth_sweep")
+    angle, cos, scale = geometry
     for L, T, R, Z, _ in _gradient_recursion(angle, cos, depths, act, layers):
         phi = angle.copy() if act.is_linear else _angle_from(R, Z)
         np.fill_diagonal(phi, 0.0)
