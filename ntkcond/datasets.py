@@ -1,6 +1,10 @@
 """Data sets as float64 (n, d) arrays, with the preprocessing that was applied recorded.
 
 Names:
+  ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn_cropped``
+                tensorflow-datasets (the ``tfds`` extra), read from the TFDS data dir (or
+                downloaded when there is a network). Without data and network,
+                ``DataUnavailableError`` says where it looked and the two ways out.
   ``digits``    scikit-learn's bundled 8×8 handwritten digits (1797 images, d = 64), real
                 data with no download: the offline default. Pixels 0…16 are scaled to [0, 1],
                 then normalised with mean 0.5, std 0.5, as for MNIST.
@@ -12,12 +16,30 @@ The per-channel normalisation is (x/255 − mean)/std, as in the papers' code (L
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import os
 
 import numpy as np
 
-__all__ = ["Dataset", "load", "batches"]
+__all__ = ["Dataset", "DataUnavailableError", "TFDS_NAMES", "load", "batches"]
+
+#: Papers' preprocessing per tensorflow-datasets name: pixels/255, then (x − mean)/std per channel.
+TFDS_NAMES = {
+    "mnist": (0.5, 0.5),
+    "fashion_mnist": (0.5, 0.5),
+    "svhn_cropped": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+    "cifar10": (
+        tuple(v / 255 for v in (125.3, 123.0, 113.9)),
+        tuple(v / 255 for v in (63.0, 62.1, 66.7)),
+    ),
+}
+_DOWNLOAD_HOST = "storage.googleapis.com"
+
+
+class DataUnavailableError(ValueError):
+    """A named data set is neither on disk nor downloadable. The message is one line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,9 +94,10 @@ def load(
     """Load a data set as float64 (n, d) arrays.
 
     Args:
-      name: ``digits``, ``gaussian`` or a path to an ``.npz`` file.
-      split: split name (recorded; ``digits`` and ``.npz`` files have one split).
-      data_dir: unused for the local sets (reserved for tensorflow-datasets).
+      name: ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn_cropped`` (tensorflow-datasets),
+        ``digits``, ``gaussian`` or a path to an ``.npz`` file.
+      split: split name (``digits``, ``gaussian`` and ``.npz`` files have one split; recorded).
+      data_dir: TFDS data dir (default ``$TFDS_DATA_DIR`` or ``~/tensorflow_datasets``).
       n, dim, seed: size and seed of the ``gaussian`` set.
       mean, std: per-channel normalisation after scaling to [0, 1] (``.npz``; the named sets
         use the papers' values).
@@ -82,12 +105,17 @@ def load(
         unit sphere) or ``none`` (raw values as float64).
 
     Raises:
+      DataUnavailableError: a TFDS set neither on disk nor downloadable (a ValueError).
       ValueError: unknown name, malformed file, NaN values, bad sizes.
     """
     where = "datasets.load"
     if normalize not in ("default", "unit", "none"):
         raise ValueError(f"{where}: expected normalize 'default', 'unit' or 'none', got {normalize!r}")
-    if name == "digits":
+    if name in TFDS_NAMES:
+        images, y, source = _load_tfds(name, split, data_dir, where)
+        scale = 1.0 / 255.0
+        default_mean, default_std = TFDS_NAMES[name]
+    elif name == "digits":
         from sklearn.datasets import load_digits
 
         bunch = load_digits()
@@ -109,7 +137,8 @@ def load(
         source = os.path.abspath(name)
     else:
         raise ValueError(
-            f"{where}: unknown data set {name!r}; expected 'digits', 'gaussian' or a path to an .npz file"
+            f"{where}: unknown data set {name!r}; expected one of {sorted(TFDS_NAMES)}, "
+            "'digits', 'gaussian' or a path to an .npz file"
         )
     if normalize == "none":
         x = images.astype(np.float64)
@@ -137,6 +166,75 @@ def load(
         "normalize": normalize,
     }
     return Dataset(x, np.asarray(y), name, split, tuple(images.shape[1:]), prep)
+
+
+def _default_tfds_dir() -> str:
+    return os.environ.get("TFDS_DATA_DIR") or os.path.join(os.path.expanduser("~"), "tensorflow_datasets")
+
+
+def _download_reachable(timeout: float = 3.0) -> bool:
+    """Whether the TFDS download host answers; avoids tfds' minutes of retries offline."""
+    import socket
+
+    try:
+        with socket.create_connection((_DOWNLOAD_HOST, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _load_tfds(name: str, split: str, data_dir, where: str):
+    """Images (n, H, W, C) uint8 and labels of a tensorflow-datasets split, as numpy."""
+    searched = data_dir or _default_tfds_dir()
+    ways_out = (
+        f"point --data-dir at a prepared TFDS directory, or pass --dataset path/to/file.npz "
+        f"(arrays x and y)"
+    )
+    try:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
+        import tensorflow_datasets as tfds
+    except ImportError:
+        raise DataUnavailableError(
+            f"{where}: {name} needs tensorflow-datasets (pip install 'ntkcond[tfds]'); or {ways_out}"
+        ) from None
+    kwargs = dict(split=split, data_dir=data_dir, as_supervised=True)
+    with _quiet_absl():
+        return _load_tfds_quietly(tfds, name, split, searched, ways_out, where, kwargs)
+
+
+@contextlib.contextmanager
+def _quiet_absl():
+    """Silence absl's warnings (e.g. 'Variant folder … has no dataset_info.json') for a while."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _load_tfds_quietly(tfds, name, split, searched, ways_out, where, kwargs):
+    try:
+        ds = tfds.load(name, download=False, **kwargs)
+    except (AssertionError, OSError, tfds.core.registered.DatasetNotFoundError):
+        if not _download_reachable():
+            raise DataUnavailableError(
+                f"{where}: {name} ({split}) is not in the TFDS data dir {searched} and cannot be "
+                f"downloaded (no network); {ways_out}"
+            ) from None
+        try:
+            ds = tfds.load(name, download=True, **kwargs)
+        except Exception as err:  # tfds raises many kinds; the user needs one line
+            cause = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+            raise DataUnavailableError(
+                f"{where}: {name} ({split}) is not in the TFDS data dir {searched} and its "
+                f"download failed ({cause}); {ways_out}"
+            ) from None
+    except ValueError as err:  # e.g. an unknown split
+        raise ValueError(f"{where}: {name}: {str(err).splitlines()[0]}") from None
+    xs, ys = zip(*tfds.as_numpy(ds.batch(4096)))
+    return np.concatenate(xs), np.concatenate(ys), f"tfds:{name}:{split}:{searched}"
 
 
 def _read_npz(path: str, where: str):

@@ -48,8 +48,14 @@ def parse_depths(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default="digits", help="digits (default), gaussian, or a .npz path")
+    p.add_argument("--dataset", default="digits",
+                   help="digits (default), mnist, fashion_mnist, cifar10, svhn_cropped, gaussian, "
+                        "or a .npz path with arrays x and y")
     p.add_argument("--split", default="train")
+    p.add_argument("--data-dir", default=None, help="prepared TFDS data dir")
+    p.add_argument("--mean", type=float, nargs="+", default=None,
+                   help=".npz: per-channel mean after scaling pixels to [0, 1] (one or per channel)")
+    p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
     p.add_argument("--batch", type=int, default=512, help="batch size n (default 512)")
     p.add_argument("--max-batches", type=int, default=None, help="at most this many batches")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
@@ -70,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args) -> str:
     depths = parse_depths(args.depths)
     activations = [parse_activation(a).name for a in args.activations]
-    ds = datasets.load(args.dataset, args.split, n=args.n, dim=args.dim, seed=args.seed,
-                       normalize=args.normalize)
+    ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
+                       seed=args.seed, mean=args.mean, std=args.std, normalize=args.normalize)
     index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
                                      max_batches=args.max_batches, drop_last=args.drop_last)
     config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,

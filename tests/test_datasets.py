@@ -61,3 +61,36 @@ def test_bad_inputs(tmp_path):
         datasets.load(str(garbage))
     with pytest.raises(ValueError, match="batch <= n = 10"):
         datasets.batches(datasets.load("gaussian", n=10, dim=2), 11)
+
+
+@pytest.mark.parametrize("name, shape, mean", [("mnist", (6, 784), [0.5]),
+                                               ("cifar10", (6, 3072), [125.3 / 255, 123.0 / 255, 113.9 / 255])])
+def test_tfds_path_with_mock_data(name, shape, mean, tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=6):
+        ds = datasets.load(name, "test", data_dir=str(tmp_path))
+    assert ds.x.shape == shape and ds.x.dtype == np.float64
+    assert ds.preprocessing["mean"] == pytest.approx(mean)
+    assert ds.preprocessing["source"].startswith(f"tfds:{name}:test:")
+    # mocked pixels are uint8 in [0, 255]: after (x/255 − mean)/std they stay in range
+    lo = (0 - max(mean)) / min(ds.preprocessing["std"])
+    assert ds.x.min() >= lo - 1e-12
+
+
+def test_tfds_offline_gives_one_clear_line(tmp_path, monkeypatch):
+    pytest.importorskip("tensorflow_datasets")
+    monkeypatch.setattr(datasets, "_download_reachable", lambda timeout=3.0: False)
+    with pytest.raises(datasets.DataUnavailableError) as info:
+        datasets.load("cifar10", "train", data_dir=str(tmp_path))
+    message = str(info.value)
+    assert "\n" not in message
+    for part in ("cifar10", str(tmp_path), "--data-dir", "--dataset path/to/file.npz", "no network"):
+        assert part in message
+
+
+def test_tfds_missing_package(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # import raises ImportError
+    with pytest.raises(datasets.DataUnavailableError, match=r"ntkcond\[tfds\].*--data-dir"):
+        datasets.load("mnist")

@@ -45,3 +45,15 @@ def test_cond_vs_depth_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert script.main(argv + ["--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("cond_vs_depth: error:") and message in err
+
+
+def test_cond_vs_depth_offline_tfds_exits_2_with_one_line(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("tensorflow_datasets")
+    from ntkcond import datasets
+
+    monkeypatch.setattr(datasets, "_download_reachable", lambda timeout=3.0: False)
+    script = load_script("cond_vs_depth")
+    assert script.main(["--dataset", "cifar10", "--data-dir", str(tmp_path / "tfds"),
+                        "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cifar10" in err and "--data-dir" in err
