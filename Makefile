@@ -14,7 +14,7 @@ $(BIN)/python:
 
 demo: $(BIN)/python
 	$(PIP) -c constraints.txt -e .
-	$(BIN)/python scripts/cond_vs_depth.py
+	$(BIN)/python scripts/cond_vs_depth.py --overwrite
 
 test: $(BIN)/python
 	$(PIP) -c constraints.txt -e '.[dev]'

@@ -4,8 +4,10 @@
     python scripts/cond_vs_depth.py                      # digits, batch 512, depths 0-10
     python scripts/cond_vs_depth.py --dataset path/to/file.npz --batch 256 --depths 0,1,5
 
-Writes to --out: records.jsonl (one JSON record per batch × depth × activation),
-summary.csv, figure.png and config.json; prints the summary table and the figure's path.
+Writes to --out: records.jsonl (one JSON record per batch × depth × activation, appended as
+each finishes), summary.csv, figure.png and config.json; prints the summary table and the
+figure's path. --resume continues a killed run without recomputing or duplicating records;
+a run directory is never silently overwritten (--overwrite).
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ntkcond import datasets, parse_activation
-from ntkcond._io import append_jsonl, atomic_write
+from ntkcond._io import atomic_write
 from ntkcond.experiment import format_table, measure_infinite_batch, plot_cond_vs_depth, summarize
+from ntkcond.rundir import open_run
 
 PROG = "cond_vs_depth"
 
@@ -69,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
     p.add_argument("--normalize", default="default", choices=["default", "unit", "none"])
     p.add_argument("--out", default=os.path.join("runs", PROG), help="output folder")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out (its configuration must match)")
+    p.add_argument("--overwrite", action="store_true", help="discard the records in --out")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
 
@@ -82,20 +88,27 @@ def run(args) -> str:
                                      max_batches=args.max_batches, drop_last=args.drop_last)
     config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,
               "activations": activations, "width": ["inf"], "trainable": args.trainable,
-              "seed": args.seed, "in_order": args.in_order, "preprocessing": ds.preprocessing}
-    os.makedirs(args.out, exist_ok=True)
-    atomic_write(os.path.join(args.out, "config.json"), json.dumps(config, indent=2) + "\n")
-    records_path = os.path.join(args.out, "records.jsonl")
-    atomic_write(records_path, "")
-    records = []
-    for b, index in enumerate(tqdm(index_batches, desc=PROG, unit="batch",
-                                   disable=args.no_progress)):
-        meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
-        for rec in measure_infinite_batch(ds.x[index], index, depths=depths,
-                                          activations=activations, trainable=args.trainable,
-                                          meta=meta):
-            append_jsonl(records_path, rec)
-            records.append(rec)
+              "seed": args.seed, "in_order": args.in_order, "drop_last": args.drop_last,
+              "max_batches": args.max_batches, "preprocessing": ds.preprocessing}
+    run_dir = open_run(args.out, config, resume=args.resume, overwrite=args.overwrite)
+    records = list(run_dir.records)
+    todo = []  # (batch, activation, depths still missing)
+    for b in range(len(index_batches)):
+        for act in activations:
+            missing = [L for L in depths if (b, L, act, "inf", None) not in run_dir.done]
+            if missing:
+                todo.append((b, act, missing))
+    total = len(index_batches) * len(activations) * len(depths)
+    with tqdm(total=total, initial=len(run_dir.done), desc=PROG, unit="kernel",
+              disable=args.no_progress) as bar:
+        for b, act, missing in todo:
+            index = index_batches[b]
+            meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
+            for rec in measure_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
+                                              trainable=args.trainable, meta=meta):
+                run_dir.append(rec)
+                records.append(rec)
+                bar.update(1)
     rows = summarize(records)
     buf = io.StringIO()
     buf.write(f"# preprocessing: {json.dumps(ds.preprocessing)}\n")

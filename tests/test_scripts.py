@@ -57,3 +57,52 @@ def test_cond_vs_depth_offline_tfds_exits_2_with_one_line(tmp_path, capsys, monk
                         "--out", str(tmp_path / "out"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cifar10" in err and "--data-dir" in err
+
+
+def _records(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def test_cond_vs_depth_killed_and_resumed(tmp_path, monkeypatch):
+    script = load_script("cond_vs_depth")
+    argv = ["--batch", "100", "--max-batches", "3", "--depths", "0-2", "--no-progress"]
+    assert script.main(argv + ["--out", str(tmp_path / "full")]) == 0
+    full = _records(tmp_path / "full" / "records.jsonl")
+
+    real, calls = script.measure_infinite_batch, []
+
+    def dies_on_third_call(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # stands for a kill: nothing after this point is written
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(script, "measure_infinite_batch", dies_on_third_call)
+    with pytest.raises(KeyboardInterrupt):
+        script.main(argv + ["--out", str(tmp_path / "cut")])
+    cut = tmp_path / "cut" / "records.jsonl"
+    assert len(_records(cut)) == 2 * 3  # two (batch, activation) items of 3 depths finished
+    with open(cut, "a") as f:
+        f.write('{"batch_index": 1, "dep')  # a line torn by the kill
+    monkeypatch.setattr(script, "measure_infinite_batch", real)
+    assert script.main(argv + ["--out", str(tmp_path / "cut"), "--resume"]) == 0
+    resumed = _records(cut)
+    key = lambda r: (r["batch_index"], r["depth"], r["activation"])
+    assert sorted(map(key, resumed)) == sorted(map(key, full))  # complete, no duplicates
+    by_key = {key(r): r for r in full}
+    for r in resumed:
+        assert r["kappa_eff"] == by_key[key(r)]["kappa_eff"]
+
+
+def test_cond_vs_depth_refuses_mismatched_resume_and_silent_overwrite(tmp_path, capsys):
+    script = load_script("cond_vs_depth")
+    argv = ["--batch", "64", "--max-batches", "1", "--depths", "0-1", "--no-progress",
+            "--out", str(tmp_path)]
+    assert script.main(argv) == 0
+    before = (tmp_path / "records.jsonl").read_text()
+    assert script.main(argv) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert script.main(argv[:-2] + ["--activations", "relu", "--out", str(tmp_path), "--resume"]) == 2
+    assert "configuration differs in ['activations']" in capsys.readouterr().err
+    assert (tmp_path / "records.jsonl").read_text() == before  # nothing written is lost
+    assert script.main(argv + ["--overwrite"]) == 0

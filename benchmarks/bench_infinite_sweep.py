@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Time the infinite-width sweep of one batch: every depth × activation, kernels + eigvalsh.
+
+    python benchmarks/bench_infinite_sweep.py [--n 512] [--d 3072] [--depths 0-10] [--repeats 7]
+
+Uses the first n exact CIFAR-10 test images from ../shared/data when present (else Gaussian
+inputs of the same shape: the cost does not depend on the values), after warm-up, and reports
+the median and min over repeats, split into kernel/angle recursion and eigvalsh. Data loading
+is not timed. Target (issue 4): ≤ 2 s at n = 512, d = 3072, depths 0–10, ReLU and linear.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from ntkcond import conditioning
+from ntkcond.experiment import measure_infinite_batch
+from ntkcond.infinite import _geometry, _sweep
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10_test.npz")
+
+
+def batch(n: int, d: int) -> tuple[np.ndarray, str]:
+    if d == 3072 and os.path.exists(CIFAR):
+        from ntkcond import datasets
+
+        return datasets.load(CIFAR, mean=[125.3 / 255, 123.0 / 255, 113.9 / 255],
+                             std=[63.0 / 255, 62.1 / 255, 66.7 / 255]).x[:n], "CIFAR-10 test images"
+    return np.random.default_rng(0).standard_normal((n, d)), "Gaussian inputs"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=512)
+    p.add_argument("--d", type=int, default=3072)
+    p.add_argument("--depths", type=int, default=10, help="depths 0..DEPTHS")
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--out", default=None, help="write the Markdown result here")
+    args = p.parse_args(argv)
+    x, source = batch(args.n, args.d)
+    depths = range(args.depths + 1)
+    acts = ["relu", "linear"]
+    measure_infinite_batch(x, np.arange(args.n), depths=depths, activations=acts)  # warm-up
+    total, kernels = [], []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        measure_infinite_batch(x, np.arange(args.n), depths=depths, activations=acts)
+        total.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        geometry = _geometry(x, None, "bench")
+        items = [it for a in acts for it in _sweep(geometry, depths, a, "all")]
+        kernels.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    conditioning(items[-1].ntk)
+    one_eig = time.perf_counter() - t0
+    lines = [
+        f"Infinite-width sweep, {source}: n = {args.n}, d = {args.d}, depths 0-{args.depths}, "
+        f"ReLU and linear ({len(items)} kernels), {args.repeats} repeats after warm-up",
+        "",
+        "| step | median (s) | min (s) |",
+        "|---|---|---|",
+        f"| whole sweep (Gram, recursion, angles, {len(items)} x eigvalsh, records) | "
+        f"{statistics.median(total):.3f} | {min(total):.3f} |",
+        f"| of which kernels and angles (Gram shared, one recursion pass per activation) | "
+        f"{statistics.median(kernels):.3f} | {min(kernels):.3f} |",
+        f"| one conditioning (float64 eigvalsh, n = {args.n}) | {one_eig:.3f} | |",
+        "",
+        f"Target: <= 2 s for the whole sweep. Machine: {os.cpu_count()} cores, numpy {np.__version__}.",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        from ntkcond._io import atomic_write
+
+        atomic_write(args.out, text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
