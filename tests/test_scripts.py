@@ -106,3 +106,12 @@ def test_cond_vs_depth_refuses_mismatched_resume_and_silent_overwrite(tmp_path, 
     assert "configuration differs in ['activations']" in capsys.readouterr().err
     assert (tmp_path / "records.jsonl").read_text() == before  # nothing written is lost
     assert script.main(argv + ["--overwrite"]) == 0
+
+
+def test_check_claims_smoke(tmp_path, capsys):
+    script = load_script("check_claims")
+    assert script.main(["--only", "4", "7", "--out", str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "report:" in out
+    assert (tmp_path / "claims.md").exists() and (tmp_path / "figure1_gradient_angle.png").exists()
+    assert script.main(["--only", "99", "--out", str(tmp_path), "--no-progress"]) == 2

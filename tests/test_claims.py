@@ -1,0 +1,66 @@
+import dataclasses
+import json
+import time
+
+import numpy as np
+import pytest
+
+from ntkcond import angles as A
+from ntkcond import claims as C
+from ntkcond import infinite_ntk
+
+EXPECTED_FAIL = {"9b"}  # the unconditional reading of v2 Theorem F.1 is false (near-orthogonal pairs)
+
+
+def test_fast_mode_verdicts_and_report(tmp_path):
+    start = time.perf_counter()
+    claims = C.run_claims(fast=True, outdir=str(tmp_path))
+    elapsed = time.perf_counter() - start
+    verdicts = {c.id: c.passed for c in claims}
+    assert set(verdicts) >= {"1", "2", "4", "5", "7a", "7b", "8", "9a", "9b", "10"}
+    assert {k for k, ok in verdicts.items() if not ok} == EXPECTED_FAIL
+    assert elapsed < 60, f"fast mode took {elapsed:.0f} s"
+    md, js = C.write_report(claims, str(tmp_path), mode="fast")
+    text = open(md).read()
+    assert "**FAIL**" in text and "(n+3)/3" in text
+    payload = json.load(open(js))
+    assert {c["id"] for c in payload["claims"]} == set(verdicts)
+    for c in claims:
+        for f in c.figures:
+            assert (tmp_path / f).stat().st_size > 5000
+
+
+def _perturbed(**changes):
+    return dataclasses.replace(C.Formulas(), **changes)
+
+
+PLANTED = {
+    "1": (C.check_one_layer_angle,
+          dict(angle_map=lambda t, a="relu": A.angle_map(t, a) * 1.02)),
+    "2": (C.check_derivative_kernel,
+          dict(derivative_factor=lambda t, a="relu": A.derivative_factor(t, a) * 1.02)),
+    "4": (C.check_small_angle_law,  # L/π instead of L/(2π)
+          dict(small_angle_gradient_cos=lambda t, L, a="relu": (1 - L * t / np.pi) * np.cos(t))),
+    "5": (C.check_embedding_collapse,
+          dict(embedding_angle_asymptote=lambda l: 2 * np.pi / np.asarray(l, float))),
+    "7-angle": (C.check_infinite_depth, dict(relu_infinite_depth_angle=lambda: float(np.arccos(0.26)))),
+    "7-kappa": (C.check_infinite_depth, dict(infinite_depth_kappa=lambda n: (n + 4) / 3)),
+    "8": (C.check_first_layer_only,  # ignores `trainable`: all layers instead of W⁽¹⁾ only
+          dict(infinite_ntk=lambda x, depth, activation="relu", trainable="all":
+               infinite_ntk(x, depth=depth, activation=activation))),
+    "9a": (C.check_two_points,  # a gradient-angle closed form with the wrong derivative factor
+           dict(gradient_angle=lambda t, L, a="relu", trainable="all": A.gradient_angle(t, L, 0.1))),
+    "10": (C.check_headline_fails,  # ReLU kernels replaced by linear ones
+           dict(infinite_ntk=lambda x, depth, activation="relu", trainable="all":
+                infinite_ntk(x, depth=depth, activation="linear"))),
+}
+
+
+@pytest.mark.parametrize("planted", sorted(PLANTED))
+def test_planted_errors_turn_pass_into_fail(planted):
+    # The honest formulas PASS in test_fast_mode_verdicts_and_report; each planted error must FAIL.
+    check, change = PLANTED[planted]
+    pick = {"7-angle": "7a", "7-kappa": "7b"}.get(planted, planted)
+    broken = check(formulas=_perturbed(**change), fast=True)
+    broken = [c for c in (broken if isinstance(broken, list) else [broken]) if c.id == pick]
+    assert len(broken) == 1 and not broken[0].passed
