@@ -7,7 +7,7 @@ each pre-activation is scaled by √c with
     c = 1 / E_{z~N(0,1)}[σ_α(z)²] = 2 / (1 + α²)                                  (1)
 
 (c = 2 for ReLU, 1 for linear), so that E[(√c σ(z))²] = E[z²] and the kernel diagonal does not
-change with depth (Liu & Hui, arXiv 2305.08813, Sec. 3; He et al. 2015 for ReLU).
+change with depth (Liu & Hui, arXiv 2305.08813; He et al. 2015 for ReLU).
 
 Accepted spellings of an activation (``parse_activation``):
 ``"relu"``, ``"linear"`` (also ``"identity"``), ``("leaky_relu", α)``, a float slope α,

@@ -7,7 +7,8 @@ Notation (Liu & Hui, arXiv 2305.08813; Cho & Saul 2009 for the arc-cosine kernel
   φ     angle between the two model gradients ∇_w f(x), ∇_w f(x') at infinite width;
   α     leaky-ReLU slope (0 = ReLU, 1 = linear), c = 2/(1 + α²) (``activations``).
 
-One layer, post-activations (v1 Lemma 3.1 / v2 eq. (5) for ReLU; arc-cosine kernel of degree 1):
+One layer, post-activations (Liu & Hui's one-layer map for ReLU; Cho & Saul's arc-cosine kernel
+of degree 1):
 
     κ₁(θ) = (sin θ + (π − θ) cos θ) / π                                             (1)
     cos g(θ) = [2α cos θ + (1 − α)² κ₁(θ)] / (1 + α²)                               (2)
@@ -23,7 +24,7 @@ normalised NTK term cos θ_i · Π_{j=i}^{L−1} ġ(θ_j), each equal to 1 on th
 
     cos φ = (1/|S|) Σ_{i∈S} cos θ_i Π_{j=i}^{L−1} ġ(θ_j)                               (4)
 
-for trainable layers S. Small angles (v1 Theorem 4.2, v2 eq. (8)):
+for trainable layers S. Small angles (Liu & Hui's small-angle law for ReLU):
 
     cos φ = (1 − β L θ₀ / 2 + o(θ₀)) cos θ₀,  i.e. (1 − Lθ₀/(2π)) cos θ₀ for ReLU.     (5)
 
@@ -128,7 +129,7 @@ def angle_map(angle, activation="relu"):
     """g(θ): the post-activation angle after one norm-preserving layer, eq. (2), radians.
 
     cos g(θ) = [2α cos θ + (1 − α)² (sin θ + (π − θ) cos θ)/π] / (1 + α²).
-    For ReLU this is the one-layer map of Liu & Hui (v2 eq. (5)).
+    For ReLU this is Liu & Hui's one-layer map of post-activation angles.
 
     Args:
       angle: array of input angles in [0, π], radians.
@@ -289,7 +290,7 @@ def _phi_from_angle(angle0, cos0, depth, act, layers):
 def small_angle_gradient_cos(angle_in, depth: int, activation="relu"):
     """Leading-order small-angle law, eq. (5): cos φ ≈ (1 − βLθ/2) cos θ.
 
-    For ReLU β = 1/π, giving (1 − Lθ/(2π)) cos θ (Liu & Hui v2 eq. (8)). All layers trainable.
+    For ReLU β = 1/π, giving Liu & Hui's (1 − Lθ/(2π)) cos θ. All layers trainable.
     The error is o(θ) as θ → 0 (``scripts/check_claims.py`` measures its rate).
     """
     act = parse_activation(activation)

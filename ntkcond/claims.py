@@ -181,7 +181,7 @@ def check_one_layer_angle(formulas=Formulas(), fast=True, outdir=None, seed=1) -
     return _mc_claim(
         "1", "One ReLU layer: post-activation angle",
         "cos θ' = (sin θ + (π − θ) cos θ)/π; leaky: [2α cos θ + (1−α)²(sin θ + (π−θ) cos θ)/π]/(1+α²)",
-        "v1 Lemma 3.1 / v2 eq. (5): the one-layer angle map of ReLU post-activations",
+        "Liu & Hui: the one-layer angle map of ReLU post-activations",
         "angle", formulas, fast, outdir, seed)
 
 
@@ -189,7 +189,7 @@ def check_derivative_kernel(formulas=Formulas(), fast=True, outdir=None, seed=2)
     return _mc_claim(
         "2", "Derivative kernel factor",
         "c·E[σ'(u)σ'(v)] = (π − θ)/π; leaky: [2α + (1−α)²(π−θ)/π]/(1+α²)",
-        "v2 eq. (6): the derivative kernel in the NTK recursion",
+        "Liu & Hui: the derivative-kernel factor in the NTK recursion",
         "gdot", formulas, fast, outdir, seed)
 
 
@@ -228,7 +228,7 @@ def check_small_angle_law(formulas=Formulas(), fast=True, outdir=None) -> Claim:
     return Claim(
         id="4", title="Small-angle law",
         formula="cos φ = (1 − Lθ/(2π) + o(θ)) cos θ",
-        paper="v1 Theorem 4.2 / v2 eq. (8): gradient angles of similar inputs widen linearly in depth",
+        paper="Liu & Hui: the small-angle law, gradient angles of similar inputs widen with depth",
         computed=("the exact recursion's first-order coefficient a₁ = lim (1 − cos φ)/θ by "
                   "Richardson extrapolation at θ = 1e-5 (L = 1, 2, 5, 10), against the law's; and "
                   "the remainder/θ over θ ∈ [1e-6, 0.1]"),
@@ -268,7 +268,7 @@ def check_embedding_collapse(formulas=Formulas(), fast=True, outdir=None) -> Cla
     return Claim(
         id="5", title="Embedding angles collapse",
         formula="g(θ) ≤ θ (equality only at 0), g monotone, gˡ(θ) ~ 3π/l",
-        paper="v2 Sec. 3: deep ReLU embeddings of distinct inputs become nearly parallel",
+        paper="Liu & Hui: deep ReLU embeddings of distinct inputs become nearly parallel",
         computed=(f"g on 20001 angles against arccos((sin θ + (π−θ)cos θ)/π) (max diff "
                   f"{form_err:.1e}); iterates gˡ at l = {ls.tolist()} for θ = 0.31, 1.26, 2.51"),
         error=err, tolerance=tol,
@@ -328,7 +328,7 @@ def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, seed=7) ->
     a = Claim(
         id="7a", title="Infinite depth: φ → arccos(1/4) ≈ 75.52°",
         formula="lim_{L→∞} φ(θ, L) = arccos(1/4) for every θ ∈ (0, π)",
-        paper="v1 Sec. 4 / v2 Theorem 4.3 (infinite-depth limit of the gradient angle)",
+        paper="Liu & Hui: infinite-depth limit of the gradient angle",
         computed=(f"exact recursion at {grid} for θ ∈ {t.tolist()}, Aitken-extrapolated to L = ∞: "
                   f"{np.degrees(phi_extrap).round(4).tolist()}°; the raw error decays like L^{phi_rate:.2f}"),
         error=phi_err, tolerance=phi_tol,
@@ -343,7 +343,7 @@ def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, seed=7) ->
     b = Claim(
         id="7b", title="Infinite depth: κ of the normalised NTK → (n+3)/3, not (n+4)/3",
         formula="lim κ(Θ/(L+1)) = κ(¾I + ¼·11ᵀ) = (n+3)/3 (paper prints (n+4)/3)",
-        paper="v1 Theorem 4.4 / v2 Theorem 4.3 (printed limit vs its proof's limit matrix)",
+        paper="Liu & Hui: infinite-depth condition number (the printed (n+4)/3 vs the limit matrix ¾I + ¼·11ᵀ in its proof)",
         computed=(f"κ of the normalised NTK of {n} Gaussian inputs at {grid}: "
                   f"{kappas.round(4).tolist()}, Aitken-extrapolated {extrapolated:.5f}; "
                   f"(n+3)/3 = {(n + 3) / 3:.5f}, (n+4)/3 = {(n + 4) / 3:.5f}"),

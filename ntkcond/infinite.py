@@ -160,7 +160,7 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all")
       x1: (n1, d) inputs; x2: (n2, d), default x1.
       depth: number of hidden layers L ≥ 0 (L = 0: linear model).
       activation: "relu", "linear", ("leaky_relu", α) or a slope α ∈ [0, 1].
-      trainable: "all", "first" (W⁽¹⁾ only, v2 Theorem 4.2), "last" (read-out only, the
+      trainable: "all", "first" (W⁽¹⁾ only, v1 Thm 5.3 / v2 Thm 4.2), "last" (read-out only, the
         NNGP), or 0-based layer indices (0 = W⁽¹⁾, L = read-out).
 
     Returns:

@@ -50,7 +50,7 @@ def test_derivative_factor_equals_gaussian_integral(alpha):
 
 def test_relu_forms_of_the_paper():
     t = np.linspace(0, np.pi, 101)
-    # cos θ' = (sin θ + (π − θ) cos θ)/π and (π − θ)/π, Liu & Hui v2 eqs. (5)–(6)
+    # cos θ' = (sin θ + (π − θ) cos θ)/π and (π − θ)/π, Liu & Hui's one-layer and derivative maps
     assert np.allclose(np.cos(A.angle_map(t)), (np.sin(t) + (np.pi - t) * np.cos(t)) / np.pi,
                        rtol=0, atol=1e-15)
     assert np.allclose(A.relu_kappa1(t), np.cos(A.angle_map(t)), rtol=0, atol=1e-15)
