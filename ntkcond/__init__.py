@@ -5,7 +5,7 @@ bias-free fully-connected nets, and the closed-form angle maps of Liu & Hui (arX
 Everything numerical is float64. ``import ntkcond`` never imports tensorflow,
 neural_tangents or tensorflow_datasets.
 """
-from . import angles
+from . import angles, claims, datasets
 from .activations import Activation, norm_preserving_scale, parse_activation
 from .infinite import (
     DepthKernel,
@@ -32,6 +32,8 @@ __all__ = [
     "Conditioning",
     "DepthKernel",
     "angles",
+    "claims",
+    "datasets",
     "conditioning",
     "depth_sweep",
     "effective_condition_number",
