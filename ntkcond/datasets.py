@@ -89,6 +89,7 @@ def load(
     seed: int = 0,
     mean=None,
     std=None,
+    preset: str | None = None,
     normalize: str = "default",
 ) -> Dataset:
     """Load a data set as float64 (n, d) arrays.
@@ -101,6 +102,8 @@ def load(
       n, dim, seed: size and seed of the ``gaussian`` set.
       mean, std: per-channel normalisation after scaling to [0, 1] (``.npz``; the named sets
         use the papers' values).
+      preset: for an ``.npz`` file, use the papers' mean/std of a named set (``mnist``,
+        ``fashion_mnist``, ``cifar10``, ``svhn_cropped``); overridden by ``mean``/``std``.
       normalize: ``default`` (as above), ``unit`` (additionally project every input onto the
         unit sphere) or ``none`` (raw values as float64).
 
@@ -109,6 +112,11 @@ def load(
       ValueError: unknown name, malformed file, NaN values, bad sizes.
     """
     where = "datasets.load"
+    if preset is not None:
+        if preset not in TFDS_NAMES:
+            raise ValueError(f"{where}: expected preset in {sorted(TFDS_NAMES)}, got {preset!r}")
+        mean = TFDS_NAMES[preset][0] if mean is None else mean
+        std = TFDS_NAMES[preset][1] if std is None else std
     if normalize not in ("default", "unit", "none"):
         raise ValueError(f"{where}: expected normalize 'default', 'unit' or 'none', got {normalize!r}")
     if name in TFDS_NAMES:

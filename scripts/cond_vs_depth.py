@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean", type=float, nargs="+", default=None,
                    help=".npz: per-channel mean after scaling pixels to [0, 1] (one or per channel)")
     p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
+    p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
+                   help=".npz: the papers' mean/std of this data set (e.g. cifar10)")
     p.add_argument("--batch", type=int, default=512, help="batch size n (default 512)")
     p.add_argument("--max-batches", type=int, default=None, help="at most this many batches")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
@@ -83,7 +85,8 @@ def run(args) -> str:
     depths = parse_depths(args.depths)
     activations = [parse_activation(a).name for a in args.activations]
     ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
-                       seed=args.seed, mean=args.mean, std=args.std, normalize=args.normalize)
+                       seed=args.seed, mean=args.mean, std=args.std, preset=args.preset,
+                       normalize=args.normalize)
     index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
                                      max_batches=args.max_batches, drop_last=args.drop_last)
     config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,

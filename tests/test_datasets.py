@@ -94,3 +94,13 @@ def test_tfds_missing_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # import raises ImportError
     with pytest.raises(datasets.DataUnavailableError, match=r"ntkcond\[tfds\].*--data-dir"):
         datasets.load("mnist")
+
+
+def test_npz_preset_uses_the_papers_statistics(tmp_path):
+    x = np.full((2, 2, 2, 3), 255, dtype=np.uint8)
+    np.savez(tmp_path / "c.npz", x=x, y=np.zeros(2))
+    ds = datasets.load(str(tmp_path / "c.npz"), preset="cifar10")
+    mean, std = datasets.TFDS_NAMES["cifar10"]
+    np.testing.assert_allclose(ds.x[0, :3], (1 - np.array(mean)) / np.array(std), rtol=1e-15)
+    with pytest.raises(ValueError, match="preset"):
+        datasets.load(str(tmp_path / "c.npz"), preset="imagenet")
