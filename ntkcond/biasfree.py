@@ -339,7 +339,8 @@ def gaussian_init(widths, *, scale: float, seed: int = 0):
 
 
 def rank_one_init(d: int, h: int, k: int = 1, *, scale: float, seed: int = 0):
-    """Rank-one init W₁ = W₂ᵀ r (paper Sec. 4.2): W₂ (k, h) and r (k, d) with N(0, scale²) entries.
+    """Rank-one init W₁ = W₂ᵀ r (paper Sec. 4.2): W₂ (k, h) with N(0, scale²) entries, r (k, d)
+    with random unit rows, so each hidden unit is balanced (for k = 1, ‖w_i‖ = |a_i|).
 
     Returns:
       (W1 (h, d), W2 (k, h)).
@@ -348,7 +349,8 @@ def rank_one_init(d: int, h: int, k: int = 1, *, scale: float, seed: int = 0):
     d, h, k = _int(d, "d", where, 1), _int(h, "h", where, 1), _int(k, "k", where, 1)
     rng = np.random.default_rng(seed)
     W2 = _pos(scale, "scale", where) * rng.standard_normal((k, h))
-    r = scale * rng.standard_normal((k, d))
+    r = rng.standard_normal((k, d))
+    r /= np.linalg.norm(r, axis=1, keepdims=True)
     return W2.T @ r, W2
 
 
