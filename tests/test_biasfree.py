@@ -281,3 +281,18 @@ def test_script_smoke(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("biasfree_dynamics: error:")
     assert mod.main(["equivalence", "--out", out, "--lr", "-1"]) == 2
+
+
+def test_notebook_runs_in_fast_mode(monkeypatch):
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("ipykernel")
+    # The kernel inherits the environment: make it import this checkout, in fast mode.
+    monkeypatch.setenv("PYTHONPATH", ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("NTKCOND_FAST", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(os.path.join(ROOT, "notebooks", "biasfree_linear.ipynb"), as_version=4)
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": ROOT}}).execute()
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "ReLU vs linear max deviation" in text and "Traceback" not in text
