@@ -7,10 +7,9 @@ bias-free (leaky-)ReLU nets as linear nets and their closed-form learning curves
 Everything numerical is float64. ``import ntkcond`` never imports tensorflow,
 neural_tangents or tensorflow_datasets.
 """
-from . import angles, biasfree, saxe
+from . import angles, biasfree, saxe, training
 from .biasfree import (
     Equivalence,
-    TrainResult,
     aligned_init,
     effective_rank,
     gaussian_init,
@@ -26,8 +25,6 @@ from .biasfree import (
     positive_mass_fraction,
     rank_one_init,
     symmetrize,
-    train_network,
-    train_two_layer,
     two_layer_floor,
     whiten,
 )
@@ -39,6 +36,7 @@ from .saxe import (
     saxe_mode_strength,
     time_rescaling,
 )
+from .training import TrainResult, train_network, train_two_layer
 from .activations import Activation, norm_preserving_scale, parse_activation
 from .infinite import (
     DepthKernel,
@@ -102,6 +100,7 @@ __all__ = [
     "smallest_pairwise_angle",
     "symmetrize",
     "time_rescaling",
+    "training",
     "train_network",
     "train_two_layer",
     "TrainResult",

@@ -337,8 +337,11 @@ def symmetry_breaking(args, bar) -> dict:
         out["fit"] = {"plateau ~ A * (1/dy)^p": {"p": float(slope), "A": float(np.exp(icpt))}}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for dy, (r, t, lo, le) in curves.items():
-        axes[0].semilogy(r.time, r.loss, label=f"Δy={dy:g}")
-    axes[0].set(title="loss: linear part, plateau, then the rest", xlabel="t", ylabel="loss")
+        line, = axes[0].loglog(t[1:], le[1:] / le[0], label=f"even part, Δy={dy:g}")
+        axes[0].loglog(t[1:], lo[1:] / lo[0], ls=":", color=line.get_color())
+    axes[0].axhline(level, color="k", lw=0.8, ls="--")
+    axes[0].set(title="odd (dotted) then even (solid) part learned", xlabel="t",
+                ylabel="loss part / its initial value", ylim=(1e-3, 2))
     axes[0].legend(fontsize=7)
     if "fit" in out:
         inv = np.array([1 / e["dy"] for e in ok])
