@@ -6,7 +6,7 @@ Network (no biases, L weight matrices, slope α ∈ [0, 1], σ(z) = max(z, αz))
 
 Data are rows: x is (n, d), y is (n, k) (or (n,) for k = 1), f(x) is (n, k).
 
-**Expressivity (paper Sec. 3, Thm. 1).** σ(z) = c·z + (1−α)/2·|z| with c = (1+α)/2, so a
+**Expressivity (the paper's two-layer expressivity result).** σ(z) = c·z + (1−α)/2·|z| with c = (1+α)/2, so a
 two-layer net splits into
 
     f(x) − f(−x) = (1+α) W₂W₁ x,     f(x) + f(−x) = (1−α) W₂|W₁x|,                      (1)
@@ -20,7 +20,7 @@ orthogonal, so for square loss and targets y,
 whatever the width: ``two_layer_floor``. Depth ≥ 3 removes the floor (the median of three
 coordinates is odd, 1-homogeneous and nonlinear, and a bias-free net of depth 3 expresses it).
 
-**Exact dynamics equivalence (paper Sec. 4, Thm. 2).** Take data closed under
+**Exact dynamics equivalence (the paper's symmetric-data result; derived here).** Take data closed under
 (x, y) ↦ (−x, −y), a loss whose derivative is odd, ℓ(−f, −y) = ℓ(f, y) (square loss;
 logistic loss softplus(−y f)), and a *mirrored* two-layer net: hidden units in pairs
 (w, a), (−w, −a), i.e. W₁ = [V; −V], W₂ = [A, −A] (``mirrored_init``). Then
@@ -267,7 +267,7 @@ def gaussian_init(widths, *, scale: float, seed: int = 0):
 
 
 def rank_one_init(d: int, h: int, k: int = 1, *, scale: float, seed: int = 0):
-    """Rank-one init W₁ = W₂ᵀ r (paper Sec. 4.2): W₂ (k, h) with N(0, scale²) entries, r (k, d)
+    """Rank-one init W₁ = W₂ᵀ r (arXiv 2406.12615): W₂ (k, h) with N(0, scale²) entries, r (k, d)
     with random unit rows, so each hidden unit is balanced (for k = 1, ‖w_i‖ = |a_i|).
 
     Returns:

@@ -1,6 +1,6 @@
 """Closed-form learning curves of two-layer linear networks (Saxe, McClelland & Ganguli 2014),
 with the time rescaling that carries them over to bias-free leaky-ReLU networks (Zhang, Saxe &
-Latham, arXiv 2406.12615, Sec. 4).
+Latham, arXiv 2406.12615).
 
 Setting. Whitened inputs, (1/n) Σ_μ x_μ x_μᵀ = I, a rank-one teacher y = s·u vᵀx (‖u‖ = ‖v‖ = 1,
 strength s > 0), square loss L = (1/2n) Σ_μ ‖f(x_μ) − y_μ‖², gradient flow τ dW/dt = −∂L/∂W
@@ -12,7 +12,10 @@ u(t) = uᵀ M(t) v, M = c·W₂W₁, obeys
     τ du/dt = 2c·u (s − u)                                                               (1)
     u(t) = s·e^{2sct/τ} / (e^{2sct/τ} − 1 + s/u₀)  =  s / (1 + (s/u₀ − 1) e^{−2sct/τ})   (2)
 
-(Saxe et al. 2014, eq. (7) with c = 1; arXiv 2406.12615 eq. (8) for c = (1+α)/2). For a linear
+(Saxe et al. 2014 for c = 1; arXiv 2406.12615 for c = (1+α)/2; equation numbers of the
+papers are not quoted here). Derivation: with mirrored pairs V_i = b_i vᵀ, A_i = b_i u, the
+gradients of ``ntkcond.biasfree`` (ii) on whitened data give τ db_i/dt = c·b_i (s − u) and
+u = 2c Σ_i b_i², hence (1), whose solution is (2). For a linear
 net c = 1; for a bias-free leaky-ReLU net with slope α under the mirrored initialisation of
 ``ntkcond.biasfree`` the same holds with c = (1 + α)/2 (``ntkcond.biasfree`` docstring). The
 loss is L(t) = ½ (s − u(t))² (the whitened Gram matrix makes it exactly the mode's error).
@@ -56,7 +59,7 @@ def _positive(value, name: str, where: str) -> float:
 def time_rescaling(activation) -> float:
     """c = (1 + α)/2: the factor by which a bias-free leaky-ReLU net's time runs slower.
 
-    arXiv 2406.12615 Sec. 4: under symmetric data and mirrored initialisation, a two-layer
+    arXiv 2406.12615: under symmetric data and mirrored initialisation, a two-layer
     leaky-ReLU net with slope α follows the linear net's trajectory at time c·t. ReLU: ½;
     linear: 1.
 
