@@ -73,6 +73,7 @@ __all__ = [
     "odd_even_losses",
     "effective_rank",
     "positive_mass_fraction",
+    "first_layer_ntk",
 ]
 
 # TrainResult, train_network and train_two_layer (ntkcond.training) are importable from here too.
@@ -375,3 +376,37 @@ def positive_mass_fraction(W) -> float:
     if total == 0:
         raise ValueError("positive_mass_fraction: expected a nonzero matrix, got all zeros")
     return float(np.sum(np.maximum(W, 0.0)) / total)
+
+
+def first_layer_ntk(W1, W2, x1, x2=None, activation="relu") -> np.ndarray:
+    """Finite-width first-layer NTK Σ_k ⟨∂f_k(x)/∂W₁, ∂f_k(x')/∂W₁⟩ of f = W₂σ(W₁x).
+
+    ∂f_k/∂W₁ = (W₂[k] ⊙ σ'(W₁x)) xᵀ, so
+
+        Θ₁(x, x') = (x·x') Σ_i ‖W₂[:, i]‖² σ'(w_i·x) σ'(w_i·x').
+
+    For the pair x' = −x, σ'(z)σ'(−z) = α (z ≠ 0): Θ₁(x, −x) = −α‖x‖² Σ_i ‖W₂[:, i]‖², which is
+    exactly 0 for ReLU at every width (the pair's first-layer gradients are orthogonal), while a
+    linear net (α = 1) has the gradients of x and −x exactly opposite.
+
+    Args:
+      W1: (h, d); W2: (k, h); x1: (n1, d); x2: (n2, d), default x1; activation: slope α.
+
+    Returns:
+      (n1, n2) float64.
+    """
+    where = "first_layer_ntk"
+    act = parse_activation(activation)
+    x1 = _array(x1, where, "x1")
+    x2 = x1 if x2 is None else _array(x2, where, "x2")
+    W1, W2 = _weights([W1, W2], where, d=x1.shape[1])
+    if x2.shape[1] != x1.shape[1]:
+        raise ValueError(f"{where}: expected x1 and x2 with the same dimension, got {x1.shape} "
+                         f"and {x2.shape}")
+
+    def slope(z):
+        return np.where(z > 0, 1.0, act.slope)
+
+    a2 = np.sum(W2**2, axis=0)
+    g1, g2 = slope(x1 @ W1.T), slope(x2 @ W1.T)
+    return (x1 @ x2.T) * ((g1 * a2) @ g2.T)

@@ -309,22 +309,31 @@ def symmetry_breaking(args, bar) -> dict:
     dys = _floats(args.dys, "--dys")
     if min(dys) <= 0:
         raise ValueError(f"--dys: expected positive perturbations, got {args.dys!r}")
-    W1, W2 = ntkcond.mirrored_init(d, 10, scale=1e-3, seed=args.seed)
+    if args.init == "mirrored":
+        W1, W2 = ntkcond.mirrored_init(d, 10, scale=1e-3, seed=args.seed)
+    else:
+        W1, W2 = ntkcond.gaussian_init([d, 20, 1], scale=1e-3, seed=args.seed)
     # Even-loss threshold 25%: the units aligned with v fit all but 1 - 2/pi = 36% of the
-    # constant even part as soon as the linear part is learned; bias-free units cannot fit a
-    # constant below about 6% on this set; 25% needs new directions, i.e. the symmetry broken.
+    # constant even part as soon as the linear part is learned (1 - (2/pi)^2 = 59% of the
+    # |r.x| part); bias-free units cannot fit a constant below about 6% on this set; 25% needs
+    # new directions, i.e. the mirror symmetry broken.
     lr, level = 0.2, 0.25
-    out = {"perturbation": "y(-x) = -y(x) + dy on the mirrored half (even part dy/2)",
-           "init": "mirrored, scale 1e-3", "alpha": 0.0, "lr": lr,
+    perturbation = {"shift": "y(-x) = -y(x) + dy on the mirrored half (even part dy/2)",
+                    "abs": "y = v.x + dy |r.x|, r orthogonal to v (even part dy |r.x|)"}
+    out = {"perturbation": perturbation[args.perturbation],
+           "init": f"{args.init}, scale 1e-3", "alpha": 0.0, "lr": lr,
            "definition": "plateau = t(even loss < 25% of initial) - t(odd loss < 1% of initial)",
            "results": []}
     curves = {}
     for dy in bar(dys):
         y = x @ v
-        y[len(x0):] += dy
-        steps = int(np.ceil(150.0 / dy / lr / 500)) * 500
+        if args.perturbation == "shift":
+            y[len(x0):] += dy
+        else:
+            y += dy * np.abs(x[:, 1])
+        steps = int(np.ceil(150.0 / dy / lr / 2000)) * 2000
         r = ntkcond.train_two_layer(x, y, W1, W2, activation=0.0, lr=lr, steps=steps,
-                                    snapshot_every=steps // 500)
+                                    snapshot_every=steps // 2000)
         lo, le = ntkcond.odd_even_losses(r, x, y)
         t = r.time[r.snapshot_steps]
         t_odd, t_even = _first_below(t, lo, 0.01 * lo[0]), _first_below(t, le, level * le[0])
@@ -332,6 +341,7 @@ def symmetry_breaking(args, bar) -> dict:
                                "plateau": t_even - t_odd, "final_even_loss_fraction": le[-1] / le[0]})
         curves[dy] = (r, t, lo, le)
     ok = [e for e in out["results"] if np.isfinite(e["plateau"]) and e["plateau"] > 0]
+    out["not_left_plateau_within_150/dy"] = [e["dy"] for e in out["results"] if e not in ok]
     if len(ok) >= 2:
         slope, icpt = np.polyfit(np.log([1 / e["dy"] for e in ok]), np.log([e["plateau"] for e in ok]), 1)
         out["fit"] = {"plateau ~ A * (1/dy)^p": {"p": float(slope), "A": float(np.exp(icpt))}}
@@ -429,6 +439,14 @@ def ntk(args, bar) -> dict:
                 "even_block_kappa_eff": blocks["even"].kappa_eff if blocks["even"] else None,
                 "even_block_rank": blocks["even"].rank if blocks["even"] else 0,
                 "first_layer_pair_cos_max": float(np.max(pair))})
+    # Finite width: cosine between the first-layer gradients of x and −x (random net, h = 512).
+    W1, W2 = ntkcond.gaussian_init([x.shape[1], 512, 1], scale=1.0, seed=args.seed)
+    out["finite_width_first_layer_pair_cos"] = {}
+    for act in ("linear", "relu", "leaky:0.5"):
+        K1 = ntkcond.first_layer_ntk(W1, W2, x, activation=act)
+        cos = np.diagonal(K1[:n_half, n_half:]) / np.diagonal(K1)[:n_half]
+        out["finite_width_first_layer_pair_cos"][act] = {"min": float(np.min(cos)),
+                                                          "max": float(np.max(cos))}
     fig, ax = plt.subplots(figsize=(5, 3.8))
     for act in ("linear", "relu", "leaky:0.5"):
         rows = [e for e in out["results"] if e["activation"] == act]
@@ -462,6 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init-scale", type=float, default=1e-3, help="equivalence: init std")
     p.add_argument("--lrs", default=None, help="closed-form: learning rates (default 0.004,0.05,0.2,0.6)")
     p.add_argument("--dys", default=None, help="symmetry-breaking: perturbations Δy")
+    p.add_argument("--perturbation", default="shift", choices=["shift", "abs"],
+                   help="symmetry-breaking: constant shift of the mirrored targets, or dy|r.x|")
+    p.add_argument("--init", default="mirrored", choices=["mirrored", "gaussian"],
+                   help="symmetry-breaking: initialisation (both small, std 1e-3)")
     p.add_argument("--layers", type=int, default=4, help="deep: number of weight layers")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p

@@ -296,3 +296,23 @@ def test_notebook_runs_in_fast_mode(monkeypatch):
                             resources={"metadata": {"path": ROOT}}).execute()
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "ReLU vs linear max deviation" in text and "Traceback" not in text
+
+
+def test_first_layer_ntk_against_autodiff_and_pair_orthogonality():
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(8)
+    W1, W2 = rng.standard_normal((9, 4)), rng.standard_normal((2, 9))
+    x, _ = bf.symmetrize(rng.standard_normal((3, 4)))
+    for alpha in (0.0, 0.4, 1.0):
+        K1 = bf.first_layer_ntk(W1, W2, x, activation=alpha)
+        with ntkcond.training._float64():  # scoped float64, both jax versions
+            def f(w, z):
+                h = z @ w.T
+                return (jax.numpy.where(h > 0, h, alpha * h) @ W2.T).reshape(-1)
+            J = np.stack([np.asarray(jax.jacobian(f)(W1, z[None])).reshape(2, -1) for z in x])
+        ref = np.einsum("ikp,jkp->ij", J, J)
+        # Same sums in another order: rounding ~1e-15 relative to the largest entry.
+        assert np.max(np.abs(K1 - ref)) < 1e-12 * np.max(np.abs(ref))
+        pair = np.diagonal(K1[:3, 3:])
+        expected = -alpha * np.sum(x[:3] ** 2, axis=1) * np.sum(W2**2)
+        assert np.allclose(pair, expected, rtol=1e-12, atol=0)  # exactly 0 for ReLU
