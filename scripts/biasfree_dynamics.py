@@ -438,7 +438,7 @@ def ntk(args, bar) -> dict:
                 "odd_block_kappa_eff": blocks["odd"].kappa_eff if blocks["odd"] else None,
                 "even_block_kappa_eff": blocks["even"].kappa_eff if blocks["even"] else None,
                 "even_block_rank": blocks["even"].rank if blocks["even"] else 0,
-                "first_layer_pair_cos_max": float(np.max(pair))})
+                "first_layer_pair_abs_cos_max": float(np.max(pair))})
     # Finite width: cosine between the first-layer gradients of x and −x (random net, h = 512).
     W1, W2 = ntkcond.gaussian_init([x.shape[1], 512, 1], scale=1.0, seed=args.seed)
     out["finite_width_first_layer_pair_cos"] = {}
