@@ -397,7 +397,8 @@ def pair_nets(x, y, W1, W2, *, activation="relu", groups=None) -> IndependentNet
     """Prediction of eqs. (1), (3) for symmetric data ±v_G with even targets (XOR), slope α.
 
     m₀ is read from the even part of the net on the first half: m₀ = ⟨f_even,G, y_G⟩/‖y_G‖. The
-    odd part is assumed 0 (exact for ``pair_init``); r_G = (1−α)ρ_G/n, so α = 1 gives r = 0.
+    odd part is assumed 0 (exact for ``pair_init``); r_G = (1−α)ρ_G/n, so α = 1 gives r = 0
+    and m₀ = 0: the predicted loss stays at Σ_G (1/n)‖y_G‖².
     """
     where = "pair_nets"
     alpha = parse_activation(activation).slope
@@ -405,7 +406,10 @@ def pair_nets(x, y, W1, W2, *, activation="relu", groups=None) -> IndependentNet
     W1, W2 = _weights([W1, W2], where, d=v.shape[1], k=y_half.shape[1])
     rho, Y, _, _ = _group_geometry(v, y_half, gs, where)
     even = 0.5 * (network_apply([W1, W2], v, alpha) + network_apply([W1, W2], -v, alpha))
-    m0 = np.array([_strengths(even[list(g)], y_half[list(g)], where, g) for g in gs])
+    if alpha == 1.0:  # a linear net has no even part: nothing is ever learned, L stays put
+        m0 = np.zeros(len(gs))
+    else:
+        m0 = np.array([_strengths(even[list(g)], y_half[list(g)], where, g) for g in gs])
     n = 2 * v.shape[0]
     return IndependentNets(groups=gs, target=Y, rate=(1.0 - alpha) * rho / n, m0=m0,
                            weight=np.full(len(gs), 2.0 / n), kind="pairs", slope=alpha, n=n)
