@@ -671,8 +671,9 @@ def rank_one(args, bar) -> dict:
         traces[name] = tr
 
     jobs = []
+    dts = (0.02, 0.01) if args.fast else (0.02, 0.01, 0.005)
     for alpha in (0.0, 0.5):
-        for dt in (0.02, 0.01):
+        for dt in dts:
             jobs.append((f"flow rk4 dt={dt:g} α={alpha:g}", x, y, W1, W2, alpha, dt, "rk4"))
     lrs = (0.1, 0.03, 0.01) if args.fast else (0.1, 0.03, 0.01, 0.003)
     for lr in lrs:
@@ -702,8 +703,8 @@ def rank_one(args, bar) -> dict:
     axes[0].legend(fontsize=6)
     axes[1].loglog(lrs, gd, "o-", label=f"GD (slope {slope:.2f})")
     for alpha in (0.0, 0.5):
-        axes[1].loglog([0.02, 0.01], [out["cases"][f"flow rk4 dt={dt:g} α={alpha:g}"]["max_deviation"]
-                                      for dt in (0.02, 0.01)], "s-", label=f"RK4 flow α={alpha:g}")
+        axes[1].loglog(dts, [out["cases"][f"flow rk4 dt={dt:g} α={alpha:g}"]["max_deviation"]
+                             for dt in dts], "s-", label=f"RK4 flow α={alpha:g}")
     axes[1].set(title="max deviation vs step size", xlabel="lr / dt")
     axes[1].legend(fontsize=7)
     fig.tight_layout()
