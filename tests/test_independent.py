@@ -274,7 +274,15 @@ def test_issue8_subcommands_smoke(tmp_path, capsys):
     assert mod.main(["large-init", "--scales", "0.1", "--grid-lrs", "0.004,1.5"] + base) == 0
     grid = json.load(open(os.path.join(out, "summary_large-init.json")))["grids"]["mirrored"]
     assert grid["regions"]["collapse"] == [[0.1, 0.004]]
-    for name in ("orthogonal.png", "large_init.png"):
+    assert mod.main(["xor"] + base) == 0
+    xs = json.load(open(os.path.join(out, "summary_xor.json")))
+    assert xs["exact"]["d=2"]["0"]["max_rel_err_vs_discrete_map"] < 1e-12
+    assert abs(xs["exact"]["d=2"]["1"]["final_loss"] - 0.5) < 1e-12  # alpha = 1: no XOR fit
+    assert mod.main(["rank-one"] + base) == 0
+    cases = json.load(open(os.path.join(out, "summary_rank-one.json")))["cases"]
+    assert cases["flow rk4 dt=0.01 α=0"]["max_deviation"] < 1e-11
+    assert cases["planted: asymmetric data (one x shifted 0.1)"]["max_deviation"] > 1e-4
+    for name in ("orthogonal.png", "large_init.png", "xor.png", "rank_one.png"):
         assert os.path.getsize(os.path.join(out, name)) > 10_000
     assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
     capsys.readouterr()
