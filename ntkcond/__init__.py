@@ -3,11 +3,13 @@
 Effective condition numbers and gradient angles of NTKs, analytic infinite-width kernels of
 bias-free fully-connected nets, and the closed-form angle maps of Liu & Hui (arXiv 2305.08813);
 bias-free (leaky-)ReLU nets as linear nets and their closed-form learning curves
-(Zhang, Saxe & Latham, arXiv 2406.12615: ``biasfree``, ``saxe``).
+(Zhang, Saxe & Latham, arXiv 2406.12615: ``biasfree``, ``saxe``; orthogonal and XOR data as
+independent linear nets, ``independent``; the conserved rank-one structure, ``conservation``;
+collapse of the leaky-slope curves at large init and learning rate, ``collapse``).
 Everything numerical is float64. ``import ntkcond`` never imports tensorflow,
 neural_tangents or tensorflow_datasets.
 """
-from . import angles, biasfree, claims, datasets, saxe, training
+from . import angles, biasfree, claims, collapse, conservation, datasets, independent, saxe, training
 from .biasfree import (
     Equivalence,
     aligned_init,
@@ -28,6 +30,26 @@ from .biasfree import (
     symmetrize,
     two_layer_floor,
     whiten,
+)
+from .collapse import Collapse, slope_collapse
+from .conservation import (
+    RankOneTrace,
+    balance_deviation,
+    rank_one_breaking,
+    rank_one_deviation,
+    rank_one_direction,
+    track_rank_one,
+)
+from .independent import (
+    IndependentNets,
+    feature_alignment,
+    max_abs_cosine,
+    orthogonal_init,
+    orthogonal_nets,
+    orthogonalize,
+    pair_init,
+    pair_nets,
+    xor_data,
 )
 from .saxe import (
     discrete_regime,
@@ -63,20 +85,27 @@ __all__ = [
     "Activation",
     "aligned_init",
     "angles",
+    "balance_deviation",
     "biasfree",
     "claims",
+    "Collapse",
+    "collapse",
     "Conditioning",
-    "datasets",
     "conditioning",
+    "conservation",
+    "datasets",
     "depth_sweep",
     "DepthKernel",
     "discrete_regime",
     "effective_condition_number",
     "effective_rank",
     "Equivalence",
+    "feature_alignment",
     "first_layer_ntk",
     "gaussian_init",
     "gradient_angles",
+    "independent",
+    "IndependentNets",
     "infinite_nngp",
     "infinite_ntk",
     "infinite_ntk_layers",
@@ -84,6 +113,7 @@ __all__ = [
     "is_mirrored",
     "is_symmetric",
     "linear_equivalence",
+    "max_abs_cosine",
     "mirrored_init",
     "mode_strength",
     "network_apply",
@@ -91,23 +121,35 @@ __all__ = [
     "odd_even_losses",
     "odd_even_parts",
     "odd_linear_map",
+    "orthogonal_init",
+    "orthogonal_nets",
+    "orthogonalize",
+    "pair_init",
+    "pair_nets",
     "pairwise_angles",
     "parse_activation",
     "positive_mass_fraction",
+    "rank_one_breaking",
+    "rank_one_deviation",
+    "rank_one_direction",
     "rank_one_init",
+    "RankOneTrace",
     "saxe",
     "saxe_discrete_mode_strength",
     "saxe_learning_time",
     "saxe_loss",
     "saxe_mode_strength",
+    "slope_collapse",
     "smallest_gradient_angle",
     "smallest_pairwise_angle",
     "symmetrize",
     "time_rescaling",
-    "training",
+    "track_rank_one",
     "train_network",
     "train_two_layer",
+    "training",
     "TrainResult",
     "two_layer_floor",
     "whiten",
+    "xor_data",
 ]

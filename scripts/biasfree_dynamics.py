@@ -6,7 +6,9 @@
     python scripts/biasfree_dynamics.py closed-form --lrs 0.004,0.05,0.2,0.6
 
 Subcommands: expressivity (item 1), equivalence (2), closed-form (3), symmetry-breaking (4),
-deep (5), ntk (6), all. Each writes <name>.png and summary_<name>.json to --out (``all`` also
+deep (5), ntk (6); orthogonal, xor, rank-one, large-init (independent linear nets on
+orthogonal and XOR data, the conserved rank-one structure, collapse at large init and
+learning rate); all. Each writes <name>.png and summary_<name>.json to --out (``all`` also
 writes summary.json with every result) and prints the JSON summary.
 """
 from __future__ import annotations
@@ -462,8 +464,352 @@ def ntk(args, bar) -> dict:
     return out
 
 
+# ----------------------------------------------------------------------------- issue 8: orthogonal
+
+
+def _orthogonal_set(n: int, args, rng, groups=None):
+    """n pairwise orthogonal inputs with norms ∝ n (so r = ρ/n = O(1)) and targets ±U(0.5, 2).
+
+    basis: scaled standard basis vectors in R^{n+2}; digits: the first n digits images,
+    orthogonalised (Löwdin) and rescaled. Points of one group share a norm and a target sign.
+    """
+    groups = groups or [[i] for i in range(n)]
+    norm, sign = np.empty(n), np.empty(n)
+    for g in groups:
+        norm[g] = n * rng.uniform(0.5, 1.5) / 2
+        sign[g] = rng.choice([-1.0, 1.0])
+    if args.ortho_data == "digits":
+        x = ntkcond.orthogonalize(datasets.load("digits").x[:n])
+    else:
+        x = np.eye(n, n + 2)
+    x = x / np.linalg.norm(x, axis=1, keepdims=True) * norm[:, None]
+    return x, sign * rng.uniform(0.5, 2.0, n)
+
+
+def _group_outputs(result, x, y, groups, alpha):
+    """(G, S+1) output strengths m_G = <f_G, y_G>/||y_G|| at the snapshots."""
+    y = y.reshape(len(x), -1)
+    out = []
+    for i in range(len(result.snapshot_steps)):
+        f = ntkcond.network_apply([s[i] for s in result.snapshots], x, alpha)
+        out.append([np.sum(f[list(g)] * y[list(g)]) / np.linalg.norm(y[list(g)]) for g in groups])
+    return np.array(out).T
+
+
+def orthogonal(args, bar) -> dict:
+    rng = np.random.default_rng(args.seed)
+    sizes = [int(v) for v in _floats(args.sizes, "--sizes")]
+    if min(sizes) < 1 or (args.ortho_data == "digits" and max(sizes) > 64):
+        raise ValueError(f"--sizes: expected data sizes in 1..64, got {args.sizes!r}")
+    lr = 0.01
+    configs = [(n, None) for n in sizes] + [(4, [[0, 1], [2, 3]])]
+    out = {"data": args.ortho_data, "lr": lr, "init": "orthogonal_init, 2 units/group, scale 1e-3",
+           "tolerance_note": "flow error is O(lr): halving lr halves it; discrete-map error is round-off",
+           "results": []}
+    runs = []
+    for n, groups in bar(configs):
+        x, y = _orthogonal_set(n, args, rng, groups)
+        W1, W2 = ntkcond.orthogonal_init(x, y, groups=groups, units=2, scale=1e-3, seed=args.seed)
+        nets = ntkcond.orthogonal_nets(x, y, W1, W2, groups=groups)
+        T = 1.3 * float(np.max(nets.learning_times(0.99)))
+        entry = {"n": n, "groups": [list(g) for g in nets.groups],
+                 "max_abs_cos": ntkcond.max_abs_cosine(x), "time": T}
+        for eta in (lr, lr / 2):
+            steps = int(np.ceil(T / eta / 200)) * 200
+            r = ntkcond.train_two_layer(x, y, W1, W2, activation=0.0, lr=eta, steps=steps,
+                                        snapshot_every=steps // 200)
+            pred, disc = nets.loss(r.time), nets.discrete_loss(steps, eta)
+            key = "lr" if eta == lr else "lr/2"
+            entry[f"max_rel_err_vs_flow_prediction[{key}]"] = float(np.max(np.abs(r.loss - pred)) / r.loss[0])
+            entry[f"max_rel_err_vs_discrete_map[{key}]"] = float(np.max(np.abs(r.loss - disc)) / r.loss[0])
+            if eta == lr:
+                m = _group_outputs(r, x, y, nets.groups, 0.0)
+                ts = r.time[r.snapshot_steps]
+                measured = [_first_below(ts, -m_g, -0.5 * Y) for m_g, Y in zip(m, nets.target)]
+                entry["plateau_end_predicted"] = nets.learning_times(0.5).tolist()
+                entry["plateau_end_measured"] = measured
+                entry["plateau_end_max_abs_diff"] = float(np.max(np.abs(
+                    np.array(measured) - nets.learning_times(0.5))))
+                entry["snapshot_resolution"] = float(ts[1] - ts[0])
+                runs.append((entry, r, nets))
+        out["results"].append(entry)
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 3.4))
+    for ax, (entry, r, nets) in zip(np.atleast_1d(axes), runs):
+        ax.semilogy(r.time, r.loss, lw=2.5, color="0.7", label="simulation")
+        ax.semilogy(r.time, nets.loss(r.time), "k--", lw=1, label="Σ independent Saxe curves")
+        for tg in nets.learning_times(0.5):
+            ax.axvline(tg, color="C1", lw=0.6, ls=":")
+        title = f"n = {entry['n']}" + ("" if len(nets.groups) == entry["n"] else
+                                       f", {len(nets.groups)} groups")
+        ax.set(title=f"{title} (err {entry['max_rel_err_vs_flow_prediction[lr]']:.1e})",
+               xlabel="t = step·lr", ylim=(1e-6 * r.loss[0], 2 * r.loss[0]))
+    np.atleast_1d(axes)[0].set_ylabel("loss")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.suptitle(f"ReLU net on orthogonal inputs ({args.ortho_data}): independent linear nets; "
+                 "dotted: predicted plateau ends")
+    fig.tight_layout()
+    path = os.path.join(args.out, "orthogonal.png")
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+    out["figure"] = path
+    return out
+
+
+# ----------------------------------------------------------------------------- issue 8: XOR
+
+
+def xor(args, bar) -> dict:
+    alphas = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+    lr, T = 0.01, 40.0
+    steps = int(round(T / lr))
+    out = {"lr": lr, "time": T, "init_pair": "pair_init, 2 pairs/direction, scale 1e-2",
+           "init_generic": "gaussian_init width 20, scale 1e-2", "exact": {}, "generic": {}}
+    curves = {}
+    for name, d in (("d=2", 2), ("d=10 embedded", 10)):
+        x, y = ntkcond.xor_data(d=d, seed=args.seed)
+        W1, W2 = ntkcond.pair_init(x, y, pairs=2, scale=1e-2, seed=args.seed)
+        rows = {}
+        for alpha in bar(alphas):
+            nets = ntkcond.pair_nets(x, y, W1, W2, activation=alpha)
+            r = ntkcond.train_two_layer(x, y, W1, W2, activation=alpha, lr=lr, steps=steps)
+            rows[f"{alpha:g}"] = {
+                "max_rel_err_vs_flow_prediction": float(np.max(np.abs(r.loss - nets.loss(r.time))) / r.loss[0]),
+                "max_rel_err_vs_discrete_map": float(np.max(np.abs(r.loss - nets.discrete_loss(steps, lr))) / r.loss[0]),
+                "predicted_half_time": float(np.max(nets.learning_times(0.5))),
+                "final_loss": float(r.loss[-1]), "final_loss_predicted": float(nets.loss(T)[0])}
+            curves[(name, alpha)] = (r, nets)
+        out["exact"][name] = rows
+    # Generic small init: features align with ±(e1+e2), ±(e1-e2); alpha -> 1 kills the fit.
+    feats = {}
+    for name, kw in (("d=2", dict(d=2)), ("d=10 noisy x5", dict(d=10, noise=0.1, copies=5))):
+        x, y = ntkcond.xor_data(seed=args.seed, **kw)
+        dirs = ntkcond.xor_data(d=kw["d"], seed=args.seed)[0][:2]
+        W = ntkcond.gaussian_init([x.shape[1], 20, 1], scale=1e-2, seed=args.seed)
+        rows = {}
+        for alpha in bar(alphas):
+            r = ntkcond.train_network(x, y, W, activation=alpha, lr=lr, steps=steps)
+            W1, W2 = r.weights
+            al = ntkcond.feature_alignment(W1, dirs)
+            norm = np.linalg.norm(W1, axis=1)
+            big = norm >= 0.1 * norm.max()
+            along_p = np.abs(W1 @ dirs[0]) >= np.abs(W1 @ dirs[1])
+            rows[f"{alpha:g}"] = {
+                "final_loss": float(r.loss[-1]), "initial_loss": float(r.loss[0]),
+                "alignment_norm_weighted": float(np.sum(al * norm) / np.sum(norm)),
+                "alignment_min_large_units": float(np.min(al[big])),
+                "large_units_with_a>0_along_p(y=+1)": float(np.mean(along_p[big & (W2[0] > 0)]))
+                if np.any(big & (W2[0] > 0)) else None,
+                "large_units_with_a<0_along_q(y=-1)": float(np.mean(~along_p[big & (W2[0] < 0)]))
+                if np.any(big & (W2[0] < 0)) else None}
+            if alpha == 0.0:
+                feats[name] = (W, W1, x, dirs)
+        out["generic"][name] = rows
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    cmap = plt.get_cmap("viridis")
+    for alpha in alphas:
+        r, nets = curves[("d=2", alpha)]
+        axes[0].plot(r.time, r.loss, color=cmap(alpha), lw=2.5, alpha=0.5)
+        axes[0].plot(r.time, nets.loss(r.time), color=cmap(alpha), ls="--", lw=1, label=f"α={alpha:g}")
+    axes[0].set(title="pair init: simulation (thick), Σ Saxe (dashed)", xlabel="t",
+                ylabel="loss")
+    axes[0].legend(fontsize=7)
+    W0, W1, x, dirs = feats["d=2"]
+    axes[1].scatter(*x[:, :2].T, c=["C0" if v > 0 else "C3" for v in ntkcond.xor_data()[1]], s=80,
+                    zorder=3)
+    scale = np.max(np.abs(W1))
+    for w0, w in zip(W0[0], W1):
+        axes[1].annotate("", xy=w[:2] / scale, xytext=(0, 0), arrowprops=dict(arrowstyle="->", lw=0.8))
+    axes[1].set(title="learned rows of W₁ (α=0, generic init)",
+                aspect="equal", xlim=(-1.3, 1.3), ylim=(-1.3, 1.3))
+    a_list = np.array(alphas)
+    gen = [out["generic"]["d=2"][f"{a:g}"]["final_loss"] for a in alphas]
+    axes[2].plot(a_list, gen, "o-", label=f"final loss at t={T:g} (generic init)")
+    axes[2].plot(a_list, [out["exact"]["d=2"][f"{a:g}"]["final_loss"] for a in alphas], "s--",
+                 label="final loss (pair init)")
+    axes[2].axhline(0.5, color="k", lw=0.6, ls=":", label="loss of f = 0 (½)")
+    axes[2].set(title="α → 1: the even part (1−α)/2·W₂|W₁x| vanishes", xlabel="α",
+                yscale="log")
+    axes[2].legend(fontsize=7)
+    fig.suptitle("XOR (blue: y = +1, red: y = −1): independent linear nets, one per pair ±v")
+    fig.tight_layout()
+    path = os.path.join(args.out, "xor.png")
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+    out["figure"] = path
+    return out
+
+
+# ----------------------------------------------------------------------------- issue 8: rank one
+
+
+def rank_one(args, bar) -> dict:
+    d, h, T = 5, 8, 6.0
+    x0, x = _symmetric_gaussian(20, d, args.seed)
+    v = _unit(d, args.seed)
+    y = 2.0 * x @ v
+    W1, W2 = ntkcond.rank_one_init(d, h, scale=0.1, seed=1)
+    if np.all(W2 > 0) or np.all(W2 < 0):
+        raise ValueError("rank-one: expected mixed signs in W2 for this seed, got one sign")
+    out = {"setting": "whitened symmetric Gaussian (n=40, d=5), odd teacher y = 2 v.x, "
+                      "rank_one_init h=8 scale 0.1 (mixed signs)", "time": T, "cases": {}}
+    traces = {}
+
+    def case(name, xx, yy, A, B, alpha, lr, method):
+        steps = int(round(T / lr))
+        every = max(1, steps // 100)
+        steps = every * (steps // every)
+        tr = ntkcond.track_rank_one(xx, yy, A, B, activation=alpha, lr=lr, steps=steps,
+                                    snapshot_every=every, method=method)
+        out["cases"][name] = {"alpha": alpha, "lr": lr, "method": method,
+                              "initial_deviation": float(tr.deviation[0]),
+                              "max_deviation": tr.max_deviation,
+                              "final_deviation": float(tr.deviation[-1]),
+                              "max_balance_deviation": float(np.max(tr.balance)),
+                              "r_rotation_deg": tr.rotation_deg,
+                              "breaking_term_at_init": ntkcond.rank_one_breaking(xx, yy, A, B, activation=alpha),
+                              "final_loss_over_initial": float(tr.result.loss[-1] / tr.result.loss[0])}
+        traces[name] = tr
+
+    jobs = []
+    dts = (0.02, 0.01) if args.fast else (0.02, 0.01, 0.005)
+    for alpha in (0.0, 0.5):
+        for dt in dts:
+            jobs.append((f"flow rk4 dt={dt:g} α={alpha:g}", x, y, W1, W2, alpha, dt, "rk4"))
+    lrs = (0.1, 0.03, 0.01) if args.fast else (0.1, 0.03, 0.01, 0.003)
+    for lr in lrs:
+        jobs.append((f"GD lr={lr:g} α=0", x, y, W1, W2, 0.0, lr, "gd"))
+    P1, P2 = ntkcond.rank_one_init(d, h, scale=0.1, seed=1)
+    P2 = np.abs(P2)
+    jobs.append(("GD lr=0.1 α=0, all a_i > 0", x, y, P2.T @ ntkcond.rank_one_direction(P1, P2)[None], P2, 0.0, 0.1, "gd"))
+    rng = np.random.default_rng(args.seed)
+    xa = x.copy()
+    xa[-1] += 0.1
+    Wb = W1 + 1e-6 * rng.standard_normal(W1.shape)
+    xs, _ = ntkcond.symmetrize(x0 * np.linspace(0.5, 1.5, d))
+    jobs += [("planted: init broken by 1e-6", x, y, Wb, W2, 0.0, 0.01, "rk4"),
+             ("planted: asymmetric data (one x shifted 0.1)", xa, y, W1, W2, 0.0, 0.01, "rk4"),
+             ("planted: even target part (y + 0.5)", x, y + 0.5, W1, W2, 0.0, 0.01, "rk4"),
+             ("planted: non-whitened inputs", xs, 2.0 * xs @ v, W1, W2, 0.0, 0.01, "rk4")]
+    for job in bar(jobs):
+        case(*job)
+    gd = [out["cases"][f"GD lr={lr:g} α=0"]["max_deviation"] for lr in lrs]
+    slope = np.polyfit(np.log(lrs), np.log(gd), 1)[0]
+    out["gd_deviation_vs_lr_loglog_slope"] = float(slope)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, tr in traces.items():
+        ls = "--" if name.startswith("planted") else "-"
+        axes[0].semilogy(tr.time, np.maximum(tr.deviation, 1e-18), ls=ls, label=name)
+    axes[0].set(title="‖W₁ − W₂ᵀrᵀ‖/‖W₁‖ (best r) during training", xlabel="t", ylim=(1e-18, 1))
+    axes[0].legend(fontsize=6)
+    axes[1].loglog(lrs, gd, "o-", label=f"GD (slope {slope:.2f})")
+    for alpha in (0.0, 0.5):
+        axes[1].loglog(dts, [out["cases"][f"flow rk4 dt={dt:g} α={alpha:g}"]["max_deviation"]
+                             for dt in dts], "s-", label=f"RK4 flow α={alpha:g}")
+    axes[1].set(title="max deviation vs step size", xlabel="lr / dt")
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(args.out, "rank_one.png")
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+    out["figure"] = path
+    return out
+
+
+# ----------------------------------------------------------------------------- issue 8: large init
+
+
+COLLAPSE_OK = 0.05  # collapse error below 5% of the target energy: "the curves collapse"
+
+
+def large_init(args, bar) -> dict:
+    d, s, T = 8, 1.0, 10.0
+    x0, _ = _symmetric_gaussian(32 if args.fast else 64, d, args.seed)
+    x, y = ntkcond.symmetrize(x0, s * x0 @ _unit(d, args.seed))
+    scales = _floats(args.scales, "--scales")
+    lrs = _floats(args.grid_lrs, "--grid-lrs")
+    if min(scales) <= 0 or min(lrs) <= 0:
+        raise ValueError(f"--scales/--grid-lrs: expected positive numbers, got {args.scales!r}, "
+                         f"{args.grid_lrs!r}")
+    out = {"setting": f"whitened symmetric Gaussian n={len(x)}, d={d}, teacher s={s}, "
+                      f"width 8, alphas {list(ALPHAS)}, time T={T} (rescaled)",
+           "error_definition": "max over alpha and t<=T of |L_alpha(t/c) - L_linear(t)| / L_linear(0) "
+                               "(error_vs_target: the same / (1/2n) sum y^2)",
+           "collapse_threshold": COLLAPSE_OK, "scales": scales, "lrs": lrs, "grids": {}}
+    examples = {}
+    for init in ("mirrored", "gaussian"):
+        err = np.full((len(scales), len(lrs)), np.nan)
+        err_y = np.full_like(err, np.nan)
+        osc = np.zeros_like(err, dtype=bool)
+        div = np.zeros_like(err, dtype=bool)
+        for i, scale in enumerate(bar(scales)):
+            if init == "mirrored":
+                W1, W2 = ntkcond.mirrored_init(d, 4, scale=scale, seed=args.seed)
+            else:
+                W1, W2 = ntkcond.gaussian_init([d, 8, 1], scale=scale, seed=args.seed)
+            for j, lr in enumerate(lrs):
+                col = ntkcond.slope_collapse(x, y, W1, W2, alphas=ALPHAS, lr=lr, time=T)
+                err[i, j], osc[i, j], div[i, j] = col.max_error, any(col.oscillating), any(col.diverged)
+                err_y[i, j] = float(np.max(col.errors_vs_target))
+                if init == "mirrored" and scale == max(scales) and lr in (min(lrs), 0.6) or \
+                        (init == "mirrored" and scale == max(scales) and j == len(lrs) - 1):
+                    examples[lr] = col
+        regions = {"collapse": [], "no_collapse_smooth": [], "no_collapse_oscillating": [],
+                   "diverged": []}
+        for i, scale in enumerate(scales):
+            for j, lr in enumerate(lrs):
+                cell = [scale, lr]
+                if div[i, j]:
+                    regions["diverged"].append(cell)
+                elif err[i, j] < COLLAPSE_OK:
+                    regions["collapse"].append(cell)
+                elif osc[i, j]:
+                    regions["no_collapse_oscillating"].append(cell)
+                else:
+                    regions["no_collapse_smooth"].append(cell)
+        out["grids"][init] = {"error": [[None if not np.isfinite(e) else float(e) for e in row]
+                                        for row in err],
+                              "error_vs_target": [[None if not np.isfinite(e) else float(e) for e in row]
+                                                  for row in err_y],
+                              "oscillating": osc.tolist(), "diverged": div.tolist(),
+                              "regions": regions}
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
+    for ax, init in zip(axes[:2], ("mirrored", "gaussian")):
+        g = out["grids"][init]
+        E = np.array([[np.nan if e is None else e for e in row] for row in g["error"]])
+        im = ax.imshow(np.log10(np.where(np.isfinite(E), E, np.nan)), origin="lower", cmap="magma_r",
+                       vmin=-4, vmax=1, aspect="auto")
+        for i in range(len(scales)):
+            for j in range(len(lrs)):
+                if g["diverged"][i][j]:
+                    txt = "div"
+                else:
+                    txt = f"{E[i, j]:.0e}" + ("\nosc" if g["oscillating"][i][j] else "")
+                ok = (not g["diverged"][i][j]) and E[i, j] < COLLAPSE_OK
+                ax.text(j, i, txt, ha="center", va="center", fontsize=6,
+                        color="k" if ok else "b", fontweight="normal" if ok else "bold")
+        ax.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
+        ax.set_yticks(range(len(scales)), [f"{v:g}" for v in scales])
+        ax.set(title=f"{init} init: log10 collapse error (blue: > {COLLAPSE_OK:g})",
+               xlabel="learning rate", ylabel="init scale")
+        fig.colorbar(im, ax=ax)
+    for k, (lr, col) in enumerate(sorted(examples.items())):
+        for (t, L), alpha in zip(col.curves, col.alphas):
+            axes[2].plot(t, L, color=f"C{k}", lw=2.5 - 2 * alpha, alpha=0.8,
+                         label=f"lr={lr:g} (err {col.max_error:.1e})" if alpha == 0 else None)
+    axes[2].set(title=f"init scale {max(scales):g} (mirrored): curves for all α vs c·t",
+                xlabel="c·t", ylabel="loss", yscale="log")
+    axes[2].legend(fontsize=7)
+    fig.tight_layout()
+    path = os.path.join(args.out, "large_init.png")
+    atomic_savefig(fig, path, dpi=120)
+    plt.close(fig)
+    out["figure"] = path
+    return out
+
+
 COMMANDS = {"expressivity": expressivity, "equivalence": equivalence, "closed-form": closed_form,
-            "symmetry-breaking": symmetry_breaking, "deep": deep, "ntk": ntk}
+            "symmetry-breaking": symmetry_breaking, "deep": deep, "ntk": ntk,
+            "orthogonal": orthogonal, "xor": xor, "rank-one": rank_one, "large-init": large_init}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -485,6 +831,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", default="mirrored", choices=["mirrored", "gaussian"],
                    help="symmetry-breaking: initialisation (both small, std 1e-3)")
     p.add_argument("--layers", type=int, default=4, help="deep: number of weight layers")
+    p.add_argument("--sizes", default=None, help="orthogonal: data sizes (default 2,4,8,16)")
+    p.add_argument("--ortho-data", default="basis", choices=["basis", "digits"],
+                   help="orthogonal: scaled basis vectors or orthogonalised digits images")
+    p.add_argument("--scales", default=None, help="large-init: init scales of the phase diagram")
+    p.add_argument("--grid-lrs", default=None, help="large-init: learning rates of the phase diagram")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
 
@@ -494,6 +845,12 @@ def run(args) -> dict:
         args.lrs = "0.004,0.6" if args.fast else "0.004,0.05,0.2,0.6"
     if args.dys is None:
         args.dys = "0.1,0.05" if args.fast else "0.2,0.1,0.05,0.025"
+    if args.sizes is None:
+        args.sizes = "2,4,8" if args.fast else "2,4,8,16"
+    if args.scales is None:
+        args.scales = "0.001,0.1,0.5" if args.fast else "0.001,0.01,0.1,0.3,0.5,1"
+    if args.grid_lrs is None:
+        args.grid_lrs = "0.004,0.1,0.6" if args.fast else "0.004,0.02,0.1,0.2,0.4,0.6,1"
     if args.layers < 2:
         raise ValueError(f"--layers: expected >= 2 weight layers, got {args.layers}")
     for name in ("lr", "time", "strength", "init_scale"):
