@@ -3,6 +3,10 @@
 
     python scripts/cond_vs_depth.py                      # digits, batch 512, depths 0-10
     python scripts/cond_vs_depth.py --dataset path/to/file.npz --batch 256 --depths 0,1,5
+    python scripts/cond_vs_depth.py --width inf 512 2048 --seeds 5   # finite beside infinite
+
+Finite widths are exact empirical NTKs of ntkcond.mlp nets (structured path, float64), one
+net per seed 0 … --seeds − 1, the same nets on every batch.
 
 Writes to --out: records.jsonl (one JSON record per batch × depth × activation),
 summary.csv, figure.png and config.json; prints the summary table and the figure's path.
@@ -21,7 +25,8 @@ from tqdm.auto import tqdm
 
 from ntkcond import datasets, parse_activation
 from ntkcond._io import append_jsonl, atomic_write
-from ntkcond.experiment import format_table, measure_infinite_batch, plot_cond_vs_depth, summarize
+from ntkcond.experiment import (format_table, measure_finite_batch, measure_infinite_batch,
+                                plot_cond_vs_depth, summarize)
 
 PROG = "cond_vs_depth"
 
@@ -46,6 +51,19 @@ def parse_depths(text: str) -> list[int]:
     return sorted(depths)
 
 
+def parse_width(text: str):
+    """'inf' or an int >= 1 (argparse type for --width)."""
+    if text.strip().lower() in ("inf", "infinite", "∞"):
+        return "inf"
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}") from None
+    if width < 1:
+        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}")
+    return width
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="digits", help="digits (default), gaussian, or a .npz path")
@@ -56,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--activations", nargs="+", default=["relu", "linear"],
                    help="relu linear leaky:0.1 ... (default relu linear)")
     p.add_argument("--trainable", default="all", choices=["all", "first", "last"])
+    p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
+                   help="inf and/or finite widths, e.g. --width inf 512 2048 (default inf)")
+    p.add_argument("--seeds", type=int, default=5,
+                   help="finite widths: number of random nets, seeds 0..S-1 (default 5)")
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
@@ -70,12 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args) -> str:
     depths = parse_depths(args.depths)
     activations = [parse_activation(a).name for a in args.activations]
+    widths = sorted(set(args.width), key=lambda w: float("inf") if w == "inf" else w)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds: expected >= 1, got {args.seeds}")
+    seeds = list(range(args.seeds))
     ds = datasets.load(args.dataset, args.split, n=args.n, dim=args.dim, seed=args.seed,
                        normalize=args.normalize)
     index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
                                      max_batches=args.max_batches, drop_last=args.drop_last)
     config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,
-              "activations": activations, "width": ["inf"], "trainable": args.trainable,
+              "activations": activations, "width": widths, "trainable": args.trainable,
+              "init_seeds": seeds if widths != ["inf"] else None,
               "seed": args.seed, "in_order": args.in_order, "preprocessing": ds.preprocessing}
     os.makedirs(args.out, exist_ok=True)
     atomic_write(os.path.join(args.out, "config.json"), json.dumps(config, indent=2) + "\n")
@@ -85,9 +112,17 @@ def run(args) -> str:
     for b, index in enumerate(tqdm(index_batches, desc=PROG, unit="batch",
                                    disable=args.no_progress)):
         meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
-        for rec in measure_infinite_batch(ds.x[index], index, depths=depths,
-                                          activations=activations, trainable=args.trainable,
-                                          meta=meta):
+        batch = []
+        for width in widths:
+            if width == "inf":
+                batch += measure_infinite_batch(ds.x[index], index, depths=depths,
+                                                activations=activations, trainable=args.trainable,
+                                                meta=meta)
+            else:
+                batch += measure_finite_batch(ds.x[index], index, depths=depths,
+                                              activations=activations, width=width, seeds=seeds,
+                                              trainable=args.trainable, meta=meta)
+        for rec in batch:
             append_jsonl(records_path, rec)
             records.append(rec)
     rows = summarize(records)
@@ -98,7 +133,9 @@ def run(args) -> str:
     writer.writerows(rows)
     atomic_write(os.path.join(args.out, "summary.csv"), buf.getvalue())
     title = (f"{ds.name} ({ds.split}), n = {args.batch}, {len(index_batches)} batch(es), "
-             f"infinite width, trainable = {args.trainable}")
+             f"width {', '.join('∞' if w == 'inf' else str(w) for w in widths)}"
+             + (f" ({args.seeds} seeds)" if widths != ["inf"] else "")
+             + f", trainable = {args.trainable}")
     figure = plot_cond_vs_depth(rows, os.path.join(args.out, "figure.png"), title=title,
                                 metadata=config)
     print(title)
