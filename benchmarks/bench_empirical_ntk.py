@@ -20,7 +20,8 @@ up to --repeats runs (fewer if they would exceed --min-time; none if the warm-up
 over --single-run-above seconds, which is then the time) and reports the median and the
 peak resident memory (``ru_maxrss``, the whole process: jax runtime included). The floor is
 the structured formula's FLOPs (forward + backward GEMMs + 2 Grams per layer, 2mnk each)
-divided by the machine's measured GEMM rate (2048² matmul, Precision.HIGHEST, same dtype).
+divided by the machine's GEMM rate (2048² matmul, Precision.HIGHEST, same dtype), measured
+in the same child right after the timing (shared machines drift; the rate is not a constant).
 Every child also returns a fingerprint of its kernel, and the table reports its relative
 deviation from the structured kernel, so all rows are checked to compute the same thing.
 """
@@ -114,8 +115,6 @@ def run_child(spec: dict) -> dict:
 
         import ntkcond
 
-        if spec["method"] == "gemm":
-            return {"gemm_flops_per_s": _gemm_rate(spec["dtype"], spec["repeats"])}
         dtype = getattr(jnp, spec["dtype"])
         net = ntkcond.mlp(spec["depth"], spec["m"])
         params = net.init(jax.random.PRNGKey(0), spec["d"], dtype=dtype)
@@ -133,11 +132,13 @@ def run_child(spec: dict) -> dict:
             times.append(time.perf_counter() - start)
             spent += times[-1]
         K = np.asarray(K, dtype=np.float64)
+        peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # before the GEMM test
+        rate = _gemm_rate(spec["dtype"], 5)  # in this process, right after: robust to drift
         runs = "warm-up only" if first > spec["single_run_above"] else len(times)
-        return {"status": "ok", "median_s": statistics.median(times), "runs": runs,
+        return {"gemm_flops_per_s": rate, "status": "ok", "median_s": statistics.median(times), "runs": runs,
                 "first_s": first,
                 "fingerprint": K[:8, :8].ravel().tolist() + [float(np.trace(K))],
-                "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+                "peak_gb": peak_gb}
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -160,7 +161,8 @@ def spawn(spec: dict, timeout: float, mem_limit_gb: float) -> dict:
     if proc.returncode == 0 and lines:
         return json.loads(lines[-1][len("RESULT "):])
     err = proc.stderr
-    if "RESOURCE_EXHAUSTED" in err or "MemoryError" in err or "bad_alloc" in err or proc.returncode in (-9, 137):
+    oom_signs = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory", "MemoryError", "bad_alloc")
+    if any(sign in err for sign in oom_signs) or proc.returncode in (-9, 137):
         return {"status": f"OOM (> {mem_limit_gb:g} GB)"}
     tail = (err.strip().splitlines() or ["?"])[-1][:120]
     return {"status": f"error: {tail}"}
@@ -194,21 +196,26 @@ def rel_dev(fp, ref):
     return max(abs(a - b) for a, b in zip(fp, ref)) / max(abs(b) for b in ref)
 
 
-def format_report(rows, rates, header: dict) -> str:
+def format_report(rows, header: dict) -> str:
     out = ["# Empirical NTK benchmark", ""]
     out += [f"- {k}: {v}" for k, v in header.items()]
-    out += [f"- GEMM rate (2048² matmul, Precision.HIGHEST): {dt} {r / 1e9:.1f} GFLOP/s"
-            for dt, r in rates.items()]
+    for dt in sorted({r["dtype"] for r in rows}):
+        rates = [r["gemm_flops_per_s"] / 1e9 for r in rows if r["dtype"] == dt and r["status"] == "ok"]
+        if rates:
+            out.append(f"- GEMM rate (2048² matmul, Precision.HIGHEST), {dt}, measured in each child: "
+                       f"{min(rates):.1f}–{max(rates):.1f} GFLOP/s")
     out += ["", "Times are medians after a warm-up run; x floor = time / (structured FLOPs / GEMM "
-            "rate); speed-up = method time / structured time; peak = process ru_maxrss; "
-            "dev = max relative deviation of the kernel fingerprint from structured.", "",
-            "| n | d | m | L | dtype | method | status | median s | runs | x floor | vs structured "
-            "| peak GB | dev |", "|" + "---|" * 13]
+            "rate of the same child); vs structured = method time / structured time; peak = "
+            "process ru_maxrss; dev = max relative deviation of the kernel fingerprint from "
+            "structured.", "",
+            "| n | d | m | L | dtype | method | status | median s | runs | GFLOP/s | x floor "
+            "| vs structured | peak GB | dev |", "|" + "---|" * 14]
     for r in rows:
         ok = r["status"] == "ok"
         fmt = lambda key, f: (f.format(r[key]) if ok and r.get(key) is not None else "")
         out.append(f"| {r['n']} | {r['d']} | {r['m']} | {r['depth']} | {r['dtype']} | {r['method']} "
                    f"| {r['status']} | {fmt('median_s', '{:.4g}')} | {fmt('runs', '{}')} "
+                   f"| {(r['gemm_flops_per_s'] / 1e9 if ok else 0):.0f} "
                    f"| {fmt('x_floor', '{:.2f}')} | {fmt('vs_structured', '{:.1f}x')} "
                    f"| {fmt('peak_gb', '{:.2f}')} | {fmt('dev', '{:.1e}')} |")
     out += ["", *summaries(rows)]
@@ -272,13 +279,6 @@ def main(argv=None) -> int:
         return 0
     if args.quick:
         args.n, args.d, args.m, args.depth = 128, [784], [256], [1]
-    rates = {}
-    for dt in args.dtype:
-        res = spawn({"method": "gemm", "dtype": dt, "repeats": 5}, args.timeout, args.mem_limit_gb)
-        if "gemm_flops_per_s" not in res:
-            print(f"GEMM rate ({dt}) failed: {res.get('status')}", file=sys.stderr)
-            return 1
-        rates[dt] = res["gemm_flops_per_s"]
     rows = []
     for d in args.d:
         for m in args.m:
@@ -292,7 +292,8 @@ def main(argv=None) -> int:
                                 "single_run_above": args.single_run_above}
                         row = dict(spec, **spawn(spec, args.timeout, args.mem_limit_gb))
                         if row["status"] == "ok":
-                            row["x_floor"] = row["median_s"] / (structured_flops(args.n, d, m, depth) / rates[dt])
+                            floor = structured_flops(args.n, d, m, depth) / row["gemm_flops_per_s"]
+                            row["x_floor"] = row["median_s"] / floor
                             if method == "structured":
                                 ref = row
                             row["vs_structured"] = row["median_s"] / ref["median_s"] if ref else None
@@ -308,7 +309,7 @@ def main(argv=None) -> int:
               "command": "python benchmarks/bench_empirical_ntk.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "limits": f"{args.timeout:g} s and {args.mem_limit_gb:g} GB per child; generic "
                         f"memory_budget {args.budget_gb:g} GB"}
-    report = format_report(rows, rates, header)
+    report = format_report(rows, header)
     print(report)
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

@@ -22,7 +22,7 @@ the structured ``ntkcond.empirical_ntk`` is far faster.
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 
 import numpy as np
 
@@ -37,24 +37,28 @@ def _per_example(apply_fn):
 
 
 def _jacobian_rows(apply_fn, params, xs):
-    """Per-example Jacobians of the rows of xs, as one (c, O, P) array (leaves concatenated)."""
+    """Per-example Jacobians of the rows of xs: a list of (c, O, P_leaf) arrays, one per leaf.
+
+    Leaves are kept apart (no concatenation): the Jacobian is memory-bound to write, and a
+    concatenated copy would double that traffic.
+    """
     import jax
-    import jax.numpy as jnp
 
     jac = jax.vmap(jax.jacrev(_per_example(apply_fn)), (None, 0))(params, xs)
     leaves = jax.tree_util.tree_leaves(jac)
     c, o = leaves[0].shape[:2]
-    return jnp.concatenate([leaf.reshape(c, o, -1) for leaf in leaves], axis=-1)
+    return [leaf.reshape(c, o, -1) for leaf in leaves]
 
 
 def _contract_jac(j1, j2, full: bool):
+    """Σ over leaves of J₁ J₂ᵀ: (c1, c2, O, O) if full, else the mean over outputs (c1, c2)."""
     import jax
     import jax.numpy as jnp
 
     hi = jax.lax.Precision.HIGHEST
-    if full:
-        return jnp.einsum("iap,jbp->ijab", j1, j2, precision=hi)
-    return jnp.einsum("iap,jap->ij", j1, j2, precision=hi) / j1.shape[1]
+    spec = "iap,jbp->ijab" if full else "iap,jap->ij"
+    total = functools.reduce(jnp.add, [jnp.einsum(spec, a, b, precision=hi) for a, b in zip(j1, j2)])
+    return total if full else total / j1[0].shape[1]
 
 
 def _ntk_vp_block(apply_fn, params, x1, xs2, full: bool):
@@ -158,6 +162,13 @@ def _chunked(jac_jit, contract_jit, params, x1, x2, same, rows, full, n_out):
     return jnp.asarray(out)
 
 
+@functools.lru_cache(maxsize=16)
+def _cached_ntk_fn(apply_fn, method, full_outputs, memory_budget):
+    """One ``empirical_ntk_fn`` (and its compiled functions) per stax net and setting."""
+    return empirical_ntk_fn(apply_fn, method=method, full_outputs=full_outputs,
+                            memory_budget=memory_budget)
+
+
 @dataclasses.dataclass(frozen=True)
 class StaxNet:
     """A neural-tangents stax network with ntkcond's empirical and infinite kernels.
@@ -181,8 +192,7 @@ class StaxNet:
 
     def empirical_ntk(self, params, x1, x2=None, *, full_outputs=False):
         """Empirical NTK via ``empirical_ntk_fn``: (n1, n2), the mean over outputs."""
-        fn = empirical_ntk_fn(self.apply_fn, method=self.method, full_outputs=full_outputs,
-                              memory_budget=self.memory_budget)
+        fn = _cached_ntk_fn(self.apply_fn, self.method, bool(full_outputs), self.memory_budget)
         return fn(params, x1, x2)
 
     def infinite_ntk(self, x1, x2=None):
