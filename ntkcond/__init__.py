@@ -3,8 +3,8 @@
 Effective condition numbers and gradient angles of NTKs, analytic infinite-width kernels of
 bias-free fully-connected nets, exact finite-width (empirical) NTKs, and the closed-form angle
 maps of Liu & Hui (arXiv 2305.08813). Analytic kernels are float64; empirical kernels compute
-in the dtype of their weights and inputs (float64 under jax's x64). ``import ntkcond`` never imports tensorflow,
-neural_tangents or tensorflow_datasets.
+in the dtype of their weights and inputs (float64 under jax's x64). ``import ntkcond`` never
+imports tensorflow, neural_tangents or tensorflow_datasets.
 """
 from . import angles
 from .activations import Activation, norm_preserving_scale, parse_activation

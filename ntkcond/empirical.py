@@ -266,6 +266,8 @@ def monte_carlo_ntk(net, x, *, seeds=5, trainable="all", dtype=None) -> MonteCar
     import jax.numpy as jnp
 
     where = "monte_carlo_ntk"
+    if not isinstance(net, MLP):
+        raise TypeError(f"{where}: expected net from ntkcond.mlp(...), got {type(net).__name__}")
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ValueError(f"{where}: expected seeds >= 1, got {seeds}")

@@ -48,7 +48,8 @@ def test_measure_finite_batch_records_are_the_structured_kernel():
 
 def test_script_overlays_finite_and_infinite_widths(tmp_path, capsys):
     out = str(tmp_path / "run")
-    rc = load_script().main(["--batch", "32", "--depths", "0-2", "--width", "inf", "64", "--seeds", "2",
+    rc = load_script().main(["--dataset", "gaussian", "--n", "32", "--dim", "8", "--batch", "32",
+                             "--depths", "0-2", "--width", "inf", "64", "--seeds", "2",
                              "--max-batches", "1", "--out", out, "--no-progress"])
     assert rc == 0
     with open(os.path.join(out, "records.jsonl")) as fh:
