@@ -1,12 +1,14 @@
 """ntkcond: conditioning of neural tangent kernels.
 
 Effective condition numbers and gradient angles of NTKs, analytic infinite-width kernels of
-bias-free fully-connected nets, and the closed-form angle maps of Liu & Hui (arXiv 2305.08813);
+bias-free fully-connected nets, exact finite-width (empirical) NTKs (``empirical``, ``generic``,
+``models``), and the closed-form angle maps of Liu & Hui (arXiv 2305.08813);
 bias-free (leaky-)ReLU nets as linear nets and their closed-form learning curves
 (Zhang, Saxe & Latham, arXiv 2406.12615: ``biasfree``, ``saxe``; orthogonal and XOR data as
 independent linear nets, ``independent``; the conserved rank-one structure, ``conservation``;
 collapse of the leaky-slope curves at large init and learning rate, ``collapse``).
-Everything numerical is float64. ``import ntkcond`` never imports tensorflow,
+Analytic kernels are float64; empirical kernels compute in the dtype of their weights and
+inputs (float64 inside a scoped x64 context). ``import ntkcond`` never imports tensorflow,
 neural_tangents or tensorflow_datasets.
 """
 from . import angles, biasfree, claims, collapse, conservation, datasets, independent, saxe, training
@@ -60,6 +62,9 @@ from .saxe import (
     time_rescaling,
 )
 from .training import TrainResult, train_network, train_two_layer
+from .empirical import MonteCarloNTK, empirical_ntk, empirical_ntk_layers, monte_carlo_ntk
+from .generic import StaxNet, empirical_ntk_fn, from_stax
+from .models import MLP, mlp
 from .activations import Activation, norm_preserving_scale, parse_activation
 from .infinite import (
     DepthKernel,
@@ -99,9 +104,13 @@ __all__ = [
     "discrete_regime",
     "effective_condition_number",
     "effective_rank",
+    "empirical_ntk",
+    "empirical_ntk_fn",
+    "empirical_ntk_layers",
     "Equivalence",
     "feature_alignment",
     "first_layer_ntk",
+    "from_stax",
     "gaussian_init",
     "gradient_angles",
     "independent",
@@ -115,7 +124,11 @@ __all__ = [
     "linear_equivalence",
     "max_abs_cosine",
     "mirrored_init",
+    "MLP",
+    "mlp",
     "mode_strength",
+    "monte_carlo_ntk",
+    "MonteCarloNTK",
     "network_apply",
     "norm_preserving_scale",
     "odd_even_losses",
@@ -142,6 +155,7 @@ __all__ = [
     "slope_collapse",
     "smallest_gradient_angle",
     "smallest_pairwise_angle",
+    "StaxNet",
     "symmetrize",
     "time_rescaling",
     "track_rank_one",

@@ -19,10 +19,11 @@ import time
 import numpy as np
 
 from .activations import parse_activation
-from .infinite import _geometry, _sweep
+from .infinite import _geometry, _sweep, input_angles
 from .spectrum import _argmin_upper, conditioning
 
-__all__ = ["measure_infinite_batch", "summarize", "format_table", "plot_cond_vs_depth"]
+__all__ = ["measure_infinite_batch", "measure_finite_batch", "summarize", "format_table",
+           "plot_cond_vs_depth"]
 
 RECORD_KEYS = (
     "dataset",
@@ -109,6 +110,60 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
             rec["seconds"] = now - start
             start = now
             records.append(rec)
+    return records
+
+
+def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
+                         meta=None) -> list[dict]:
+    """Records for one batch at finite width: every activation × seed × depth.
+
+    Each kernel is the exact empirical NTK of ``ntkcond.mlp(depth, width, activation)`` with
+    weights from ``jax.random.PRNGKey(seed)`` (the same seed gives the same net on every
+    batch), computed by the structured path (``ntkcond.empirical_ntk``) in float64 under a
+    scoped x64 context; angles are read off the kernel (``pairwise_angles``), so they are
+    resolved down to ~1e-8 rad only.
+
+    Args:
+      x: (n, d) batch; index: (n,) data-set indices of its rows.
+      depths: iterable of depths; activations: iterable of activation spellings.
+      width: hidden width m ≥ 1; seeds: iterable of int seeds.
+      trainable: "all", "first" or "last".
+      meta: keys copied into every record.
+
+    Returns:
+      list of record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed.
+    """
+    from .empirical import _x64, empirical_ntk
+    from .models import mlp
+    from .spectrum import pairwise_angles
+
+    meta = dict(meta or {})
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
+    seeds = [int(s) for s in seeds]
+    min_input = math.degrees(_argmin_upper(input_angles(x))[0])
+    records = []
+    with _x64():
+        import jax
+        import jax.numpy as jnp
+
+        xj = jnp.asarray(x, jnp.float64)
+        for activation in activations:
+            act = parse_activation(activation)
+            for seed in seeds:
+                for depth in sorted(set(depths)):
+                    start = time.perf_counter()
+                    net = mlp(depth, width, act)
+                    params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
+                    K = np.asarray(empirical_ntk(net, params, xj, trainable=trainable), np.float64)
+                    rec = dict(meta)
+                    rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
+                               seed=seed, trainable=trainable)
+                    rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64))
+                    rec["min_input_angle_deg"] = min_input
+                    rec["seconds"] = time.perf_counter() - start
+                    records.append(rec)
     return records
 
 

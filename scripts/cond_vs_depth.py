@@ -3,6 +3,10 @@
 
     python scripts/cond_vs_depth.py                      # digits, batch 512, depths 0-10
     python scripts/cond_vs_depth.py --dataset path/to/file.npz --batch 256 --depths 0,1,5
+    python scripts/cond_vs_depth.py --width inf 512 2048 --seeds 5   # finite beside infinite
+
+Finite widths are exact empirical NTKs of ntkcond.mlp nets (structured path, float64), one
+net per seed 0 … --seeds − 1, the same nets on every batch.
 
 Writes to --out: records.jsonl (one JSON record per batch × depth × activation, appended as
 each finishes), summary.csv, figure.png and config.json; prints the summary table and the
@@ -23,7 +27,8 @@ from tqdm.auto import tqdm
 
 from ntkcond import datasets, parse_activation
 from ntkcond._io import atomic_write
-from ntkcond.experiment import format_table, measure_infinite_batch, plot_cond_vs_depth, summarize
+from ntkcond.experiment import (format_table, measure_finite_batch, measure_infinite_batch,
+                                plot_cond_vs_depth, summarize)
 from ntkcond.rundir import open_run
 
 PROG = "cond_vs_depth"
@@ -49,6 +54,19 @@ def parse_depths(text: str) -> list[int]:
     return sorted(depths)
 
 
+def parse_width(text: str):
+    """'inf' or an int >= 1 (argparse type for --width)."""
+    if text.strip().lower() in ("inf", "infinite", "∞"):
+        return "inf"
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}") from None
+    if width < 1:
+        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}")
+    return width
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="digits",
@@ -66,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
     p.add_argument("--activations", nargs="+", default=["relu", "linear"],
                    help="relu linear leaky:0.1 ... (default relu linear)")
+    p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
+                   help="inf and/or finite widths, e.g. --width inf 512 2048 (default inf)")
+    p.add_argument("--seeds", type=int, default=5,
+                   help="finite widths: number of random nets, seeds 0..S-1 (default 5)")
     p.add_argument("--trainable", default="all", choices=["all", "first", "last"])
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
@@ -84,31 +106,46 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args) -> str:
     depths = parse_depths(args.depths)
     activations = [parse_activation(a).name for a in args.activations]
+    widths = sorted(set(args.width), key=lambda w: float("inf") if w == "inf" else w)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds: expected >= 1, got {args.seeds}")
+    seeds = list(range(args.seeds))
     ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
                        seed=args.seed, mean=args.mean, std=args.std, preset=args.preset,
                        normalize=args.normalize)
     index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
                                      max_batches=args.max_batches, drop_last=args.drop_last)
     config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,
-              "activations": activations, "width": ["inf"], "trainable": args.trainable,
+              "activations": activations, "width": widths, "trainable": args.trainable,
+              "init_seeds": seeds if widths != ["inf"] else None,
               "seed": args.seed, "in_order": args.in_order, "drop_last": args.drop_last,
               "max_batches": args.max_batches, "preprocessing": ds.preprocessing}
     run_dir = open_run(args.out, config, resume=args.resume, overwrite=args.overwrite)
     records = list(run_dir.records)
-    todo = []  # (batch, activation, depths still missing)
+    todo = []  # (batch, activation, width, seed, depths still missing)
     for b in range(len(index_batches)):
-        for act in activations:
-            missing = [L for L in depths if (b, L, act, "inf", None) not in run_dir.done]
-            if missing:
-                todo.append((b, act, missing))
-    total = len(index_batches) * len(activations) * len(depths)
+        for width in widths:
+            for act in activations:
+                for seed in ([None] if width == "inf" else seeds):
+                    missing = [L for L in depths
+                               if (b, L, act, str(width), seed) not in run_dir.done]
+                    if missing:
+                        todo.append((b, act, width, seed, missing))
+    total = len(index_batches) * len(activations) * len(depths) * sum(
+        1 if w == "inf" else len(seeds) for w in widths)
     with tqdm(total=total, initial=len(run_dir.done), desc=PROG, unit="kernel",
               disable=args.no_progress) as bar:
-        for b, act, missing in todo:
+        for b, act, width, seed, missing in todo:
             index = index_batches[b]
             meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
-            for rec in measure_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                              trainable=args.trainable, meta=meta):
+            if width == "inf":
+                new = measure_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
+                                             trainable=args.trainable, meta=meta)
+            else:
+                new = measure_finite_batch(ds.x[index], index, depths=missing, activations=[act],
+                                           width=width, seeds=[seed], trainable=args.trainable,
+                                           meta=meta)
+            for rec in new:
                 run_dir.append(rec)
                 records.append(rec)
                 bar.update(1)
@@ -120,7 +157,9 @@ def run(args) -> str:
     writer.writerows(rows)
     atomic_write(os.path.join(args.out, "summary.csv"), buf.getvalue())
     title = (f"{ds.name} ({ds.split}), n = {args.batch}, {len(index_batches)} batch(es), "
-             f"infinite width, trainable = {args.trainable}")
+             f"width {', '.join('∞' if w == 'inf' else str(w) for w in widths)}"
+             + (f" ({args.seeds} seeds)" if widths != ["inf"] else "")
+             + f", trainable = {args.trainable}")
     figure = plot_cond_vs_depth(rows, os.path.join(args.out, "figure.png"), title=title,
                                 metadata=config)
     print(title)

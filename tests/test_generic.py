@@ -1,0 +1,136 @@
+"""Tests of ntkcond.generic: empirical NTKs of any JAX model, and stax networks."""
+import math
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import ntkcond  # noqa: E402
+from ntkcond.empirical import _x64  # noqa: E402
+
+# float64 agreement of two exact contractions (see tests/test_empirical.py for the margin).
+RTOL = 1e-10
+METHODS = ["jacobian", "ntk_vp"]
+
+
+@pytest.fixture(autouse=True)
+def x64():
+    with _x64():
+        yield
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def data(seed, n, d=5):
+    return jax.random.normal(jax.random.PRNGKey(seed), (n, d), jnp.float64)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("budget", [1 << 30, 400])  # 400 bytes: one row (18 params·8 B) per chunk
+def test_generic_equals_structured_on_mlp(method, budget):
+    net = ntkcond.mlp(2, 3, ("leaky_relu", 0.2))
+    params = net.init(jax.random.PRNGKey(0), 2)
+    x1, x2 = data(1, 7, 2), data(2, 4, 2)
+    fn = ntkcond.empirical_ntk_fn(net.apply, method=method, memory_budget=budget)
+    assert rel_err(fn(params, x1, x2), ntkcond.empirical_ntk(net, params, x1, x2)) < RTOL
+    K = fn(params, x1)
+    assert K.shape == (7, 7) and K.dtype == jnp.float64
+    assert rel_err(K, ntkcond.empirical_ntk(net, params, x1)) < RTOL
+
+
+ROW_BYTES = 2 * 72 * 8  # one example's Jacobian: O = 2 outputs x P = 5·6 + 6·6 + 6 x float64
+
+
+def two_output_model():
+    net = ntkcond.mlp(2, 6, "relu")
+    apply = lambda p, x: jnp.stack([net.apply(p, x), jnp.sin(net.apply(p, 2 * x))], axis=-1)
+    return net, apply
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_vector_output_full_and_trace(method):
+    net, apply = two_output_model()
+    params = net.init(jax.random.PRNGKey(3), 5)
+    x1, x2 = data(4, 5), data(5, 3)
+    # reference: the (n, O, P) Jacobian of the batched model from one plain jax.jacrev
+    flat = lambda x: np.concatenate([j.reshape(x.shape[0], 2, -1) for j in jax.jacrev(apply)(params, x)], -1)
+    J1, J2 = flat(x1), flat(x2)
+    ref = np.einsum("iap,jbp->ijab", J1, J2)
+    full = ntkcond.empirical_ntk_fn(apply, method=method, full_outputs=True)(params, x1, x2)
+    assert full.shape == (5, 3, 2, 2) and rel_err(full, ref) < RTOL
+    chunked = ntkcond.empirical_ntk_fn(apply, method=method, full_outputs=True,
+                                       memory_budget=2 * ROW_BYTES)(params, x1, x2)  # 1 row per chunk
+    assert rel_err(chunked, ref) < RTOL
+    traced = ntkcond.empirical_ntk_fn(apply, method=method)(params, x1, x2)
+    assert rel_err(traced, np.einsum("ijaa->ij", ref) / 2) < RTOL  # mean over outputs
+
+
+def test_symmetric_chunked_fill_full_outputs():
+    net, apply = two_output_model()
+    params = net.init(jax.random.PRNGKey(3), 5)
+    x = data(6, 5)
+    one = ntkcond.empirical_ntk_fn(apply, full_outputs=True)(params, x)
+    chunked = ntkcond.empirical_ntk_fn(apply, full_outputs=True, memory_budget=4 * ROW_BYTES)(params, x)  # rows 2+2+1
+    assert rel_err(chunked, one) < RTOL
+    assert np.allclose(one, np.transpose(one, (1, 0, 3, 2)), rtol=0, atol=1e-14 * np.abs(one).max())
+
+
+def test_generic_bad_inputs():
+    net = ntkcond.mlp(1, 4)
+    params = net.init(jax.random.PRNGKey(0), 5)
+    with pytest.raises(ValueError, match=r"one example's Jacobian \(1 outputs x 24 parameters x 8 bytes"):
+        ntkcond.empirical_ntk_fn(net.apply, memory_budget=100)(params, data(1, 3))
+    with pytest.raises(ValueError, match=r"same example shape, got \(3, 5\) and \(2, 4\)"):
+        ntkcond.empirical_ntk_fn(net.apply)(params, data(1, 3), data(2, 2, 4))
+    with pytest.raises(ValueError, match="method"):
+        ntkcond.empirical_ntk_fn(net.apply, method="structured")
+    with pytest.raises(TypeError, match="callable"):
+        ntkcond.from_stax(None, None, None)
+
+
+def stax_mlp(depth, width, activation):
+    from neural_tangents import stax
+
+    act = ntkcond.parse_activation(activation)
+    layer = stax.Relu() if act.slope == 0 else stax.Identity() if act.slope == 1 else stax.LeakyRelu(act.slope)
+    hidden = [stax.Dense(width, W_std=math.sqrt(act.scale), b_std=None), layer] * depth
+    return stax.serial(*hidden, stax.Dense(1, b_std=None))
+
+
+@pytest.mark.nt
+@pytest.mark.parametrize("activation", ["relu", "linear", ("leaky_relu", 0.2)])
+def test_from_stax_mlp_matches_ntkcond(activation):
+    pytest.importorskip("neural_tangents")
+    net = ntkcond.from_stax(*stax_mlp(3, 6, activation))
+    x1, x2 = data(7, 5), data(8, 3)
+    # infinite width: stax's arccos formulas vs ntkcond's angle recursion. They agree to
+    # ~1e-12 away from tiny angles (the random inputs here are far from parallel).
+    assert rel_err(net.infinite_ntk(x1, x2), ntkcond.infinite_ntk(x1, x2, depth=3, activation=activation)) < 1e-10
+    params = net.init(jax.random.PRNGKey(0), (-1, 5))
+    ours = ntkcond.mlp(3, 6, activation)
+    weights = [layer[0] for layer in params if layer]  # stax Dense params are (W, None)
+    K = net.empirical_ntk(params, x1, x2)
+    assert rel_err(K, ntkcond.empirical_ntk(ours, weights, x1, x2)) < RTOL
+
+
+@pytest.mark.nt
+def test_from_stax_conv_net_matches_neural_tangents():
+    nt = pytest.importorskip("neural_tangents")
+    from neural_tangents import stax
+
+    net = ntkcond.from_stax(*stax.serial(stax.Conv(3, (2, 2), padding="SAME"), stax.Relu(),
+                                         stax.Flatten(), stax.Dense(2)))
+    x = jax.random.normal(jax.random.PRNGKey(9), (5, 4, 4, 1), jnp.float64)
+    params = net.init(jax.random.PRNGKey(1), x.shape)
+    K = net.empirical_ntk(params, x)
+    ref = nt.empirical_ntk_fn(net.apply_fn, trace_axes=(-1,), vmap_axes=0,
+                              implementation=nt.NtkImplementation.JACOBIAN_CONTRACTION)(x, None, params)
+    assert K.shape == (5, 5) and rel_err(K, ref) < RTOL
+    K_inf = net.infinite_ntk(x)
+    assert K_inf.shape == (5, 5) and K_inf.dtype == np.float64
+    assert ntkcond.conditioning(K_inf).rank == 5 and ntkcond.conditioning(K).kappa_eff >= 1
