@@ -88,11 +88,11 @@ def _child_kernel_fn(method, net, params, budget_bytes):
     raise ValueError(f"unknown method {method!r}")
 
 
-def _gemm_rate(dtype_name: str, repeats: int) -> float:
+def _gemm_rate(dtype_name: str, repeats: int, size: int = 2048) -> float:
     import jax
     import jax.numpy as jnp
 
-    a = jax.random.normal(jax.random.PRNGKey(0), (2048, 2048), getattr(jnp, dtype_name))
+    a = jax.random.normal(jax.random.PRNGKey(0), (size, size), getattr(jnp, dtype_name))
     mm = jax.jit(lambda a: jnp.matmul(a, a, precision=jax.lax.Precision.HIGHEST))
     mm(a).block_until_ready()
     times = []
@@ -100,7 +100,7 @@ def _gemm_rate(dtype_name: str, repeats: int) -> float:
         start = time.perf_counter()
         mm(a).block_until_ready()
         times.append(time.perf_counter() - start)
-    return 2.0 * 2048**3 / statistics.median(times)
+    return 2.0 * size**3 / statistics.median(times)
 
 
 def run_child(spec: dict) -> dict:
@@ -133,7 +133,7 @@ def run_child(spec: dict) -> dict:
             spent += times[-1]
         K = np.asarray(K, dtype=np.float64)
         peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # before the GEMM test
-        rate = _gemm_rate(spec["dtype"], 5)  # in this process, right after: robust to drift
+        rate = _gemm_rate(spec["dtype"], 5, spec["gemm_size"])  # same process, right after
         runs = "warm-up only" if first > spec["single_run_above"] else len(times)
         return {"gemm_flops_per_s": rate, "status": "ok", "median_s": statistics.median(times), "runs": runs,
                 "first_s": first,
@@ -268,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-gb", type=float, default=1.0, help="generic path's memory_budget")
     p.add_argument("--quick", action="store_true", help="n=128, d=784, m=256, L=1 (a smoke run)")
     p.add_argument("--out", default=None, help="write the Markdown table here")
+    p.add_argument("--gemm-size", type=int, default=2048, help=argparse.SUPPRESS)  # tests: small
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     return p
 
@@ -289,7 +290,8 @@ def main(argv=None) -> int:
                         spec = {"n": args.n, "d": d, "m": m, "depth": depth, "dtype": dt,
                                 "method": method, "repeats": args.repeats,
                                 "min_time": args.min_time, "budget_gb": args.budget_gb,
-                                "single_run_above": args.single_run_above}
+                                "single_run_above": args.single_run_above,
+                                "gemm_size": args.gemm_size}
                         row = dict(spec, **spawn(spec, args.timeout, args.mem_limit_gb))
                         if row["status"] == "ok":
                             floor = structured_flops(args.n, d, m, depth) / row["gemm_flops_per_s"]

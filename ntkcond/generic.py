@@ -86,7 +86,7 @@ def empirical_ntk_fn(apply_fn, *, method="ntk_vp", full_outputs=False, memory_bu
       method: "ntk_vp" (default: jvp of per-example gradients; writes each Jacobian row
         once) or "jacobian" (contract per-example Jacobians; recomputes row chunks when
         the Jacobian exceeds the budget). Both are O(n₁n₂·O·P); on CPU, writing Jacobians is
-        memory-bound and "ntk_vp" was 1.6–4x faster in ``benchmarks/bench_empirical_ntk.py``.
+        memory-bound and "ntk_vp" was 1.1–4x faster in ``benchmarks/bench_empirical_ntk.py``.
       full_outputs: False → (n1, n2), the mean over outputs, eq. (2); True → (n1, n2, O, O).
       memory_budget: bytes for Jacobian/tangent storage (forward-pass activations come on top).
 

@@ -71,8 +71,10 @@ def test_structured_equals_jacrev_all_trainable_choices(depth, activation):
             assert rel_err(K, ref[S].sum(0)) < RTOL, trainable
 
 
-NT_CASES = [(0, "relu", "all"), (1, ("leaky_relu", 0.2), "all"), (3, "linear", "first"),
-            (10, "relu", "all"), (10, ("leaky_relu", 0.2), [0, 5, 10]), (4, "relu", "last")]
+# Every activation, depths 0 to 10 and each kind of trainable set at least once (the full grid
+# is checked against jacrev above; neural-tangents costs ~1 s per call).
+NT_CASES = [(0, "relu", "all"), (1, ("leaky_relu", 0.2), "last"), (3, "linear", "first"),
+            (10, ("leaky_relu", 0.2), [0, 5, 10]), (10, "relu", "all")]
 
 
 @pytest.mark.nt
@@ -142,14 +144,7 @@ def test_dtype_follows_params_and_inputs():
     assert ntkcond.empirical_ntk(net, p32, data(1)).dtype == jnp.float64  # promotes
 
 
-def frobenius_errors(x, depth, width, activation, seeds):
-    K_inf = ntkcond.infinite_ntk(x, depth=depth, activation=activation)
-    net = ntkcond.mlp(depth, width, activation)
-    mc = ntkcond.monte_carlo_ntk(net, x, seeds=seeds)
-    return mc, K_inf
-
-
-@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("activation", ["relu", "linear"])
 def test_error_to_infinite_width_falls_like_inverse_sqrt_width(activation):
     # Mean over 8 fixed seeds of ‖Θ_m − Θ_∞‖_F / ‖Θ_∞‖_F at m = 64 and 1024 (16x): 1/√m
     # predicts a ratio of 4. Measured 3.5–4.9 over several seed sets; each mean has ~15 %

@@ -123,14 +123,16 @@ def test_from_stax_conv_net_matches_neural_tangents():
     nt = pytest.importorskip("neural_tangents")
     from neural_tangents import stax
 
-    net = ntkcond.from_stax(*stax.serial(stax.Conv(3, (2, 2), padding="SAME"), stax.Relu(),
-                                         stax.Flatten(), stax.Dense(2)))
+    layers = stax.serial(stax.Conv(3, (2, 2), padding="SAME"), stax.Relu(), stax.Flatten(), stax.Dense(2))
     x = jax.random.normal(jax.random.PRNGKey(9), (5, 4, 4, 1), jnp.float64)
-    params = net.init(jax.random.PRNGKey(1), x.shape)
-    K = net.empirical_ntk(params, x)
-    ref = nt.empirical_ntk_fn(net.apply_fn, trace_axes=(-1,), vmap_axes=0,
+    params = ntkcond.from_stax(*layers).init(jax.random.PRNGKey(1), x.shape)
+    # neural-tangents' trace_axes=(-1,) is the mean over the 2 outputs, as ours
+    ref = nt.empirical_ntk_fn(layers[1], trace_axes=(-1,), vmap_axes=0,
                               implementation=nt.NtkImplementation.JACOBIAN_CONTRACTION)(x, None, params)
-    assert K.shape == (5, 5) and rel_err(K, ref) < RTOL
+    for method in METHODS:
+        net = ntkcond.from_stax(*layers, method=method)
+        K = net.empirical_ntk(params, x)
+        assert K.shape == (5, 5) and rel_err(K, ref) < RTOL, method
     K_inf = net.infinite_ntk(x)
     assert K_inf.shape == (5, 5) and K_inf.dtype == np.float64
     assert ntkcond.conditioning(K_inf).rank == 5 and ntkcond.conditioning(K).kappa_eff >= 1
