@@ -16,11 +16,18 @@ def atomic_write(path: str, data: str | bytes) -> None:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_savefig(fig, path: str, **kwargs) -> None:

@@ -115,3 +115,17 @@ def test_check_claims_smoke(tmp_path, capsys):
     assert "PASS" in out and "report:" in out
     assert (tmp_path / "claims.md").exists() and (tmp_path / "figure1_gradient_angle.png").exists()
     assert script.main(["--only", "99", "--out", str(tmp_path), "--no-progress"]) == 2
+
+
+def test_atomic_write_gives_ordinary_permissions(tmp_path):
+    from ntkcond._io import atomic_write
+
+    atomic_write(str(tmp_path / "f.txt"), "x")
+    mode = (tmp_path / "f.txt").stat().st_mode & 0o777
+    assert mode == 0o666 & ~_current_umask()
+
+
+def _current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
