@@ -38,3 +38,28 @@ def mnist_batch():
 def orthogonal(n, rng):
     q, r = np.linalg.qr(rng.standard_normal((n, n)))
     return q * np.sign(np.diag(r))
+
+
+def load_script(name):
+    """Import scripts/<name>.py as a module (scripts are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "scripts", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rel_err(a, b):
+    """max |a − b| / max |b|, in float64."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@pytest.fixture
+def x64():
+    """Scoped jax float64 for the test (restored afterwards)."""
+    from ntkcond.empirical import _x64
+
+    with _x64():
+        yield

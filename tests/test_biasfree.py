@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import load_script  # noqa: E402
 import ntkcond
 from ntkcond import biasfree as bf
 from ntkcond import saxe
@@ -226,12 +227,7 @@ def test_rejects_bad_configurations():
 
 
 def _script():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    try:
-        import biasfree_dynamics
-    finally:
-        sys.path.pop(0)
-    return biasfree_dynamics
+    return load_script("biasfree_dynamics")
 
 
 def test_script_smoke(tmp_path, capsys):

@@ -12,6 +12,7 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
+from conftest import rel_err  # noqa: E402
 import ntkcond  # noqa: E402
 from ntkcond.angles import resolve_trainable  # noqa: E402
 from ntkcond.empirical import _x64  # noqa: E402
@@ -25,14 +26,8 @@ N1, N2, D, M = 6, 4, 5, 7
 
 
 @pytest.fixture(autouse=True)
-def x64():
-    with _x64():
-        yield
-
-
-def rel_err(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+def _float64(x64):  # every test here runs in scoped jax float64 (conftest.x64)
+    yield
 
 
 def data(seed=1, n=N1, d=D):

@@ -7,6 +7,7 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
+from conftest import rel_err  # noqa: E402
 import ntkcond  # noqa: E402
 from ntkcond.empirical import _x64  # noqa: E402
 
@@ -16,14 +17,8 @@ METHODS = ["jacobian", "ntk_vp"]
 
 
 @pytest.fixture(autouse=True)
-def x64():
-    with _x64():
-        yield
-
-
-def rel_err(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+def _float64(x64):  # every test here runs in scoped jax float64 (conftest.x64)
+    yield
 
 
 def data(seed, n, d=5):

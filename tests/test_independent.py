@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import load_script  # noqa: E402
 import ntkcond
 from ntkcond import biasfree as bf
 from ntkcond import collapse, conservation, independent as ind
@@ -256,12 +257,7 @@ def test_slope_collapse_small_lr_collapses_and_oscillation_breaks_it():
 
 
 def _script():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    try:
-        import biasfree_dynamics
-    finally:
-        sys.path.pop(0)
-    return biasfree_dynamics
+    return load_script("biasfree_dynamics")
 
 
 def test_issue8_subcommands_smoke(tmp_path, capsys):

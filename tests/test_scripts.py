@@ -1,17 +1,9 @@
-import importlib.util
 import json
 import os
 
 import pytest
 
-from conftest import REPO
-
-
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "scripts", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_script
 
 
 def test_cond_vs_depth_smoke(tmp_path, capsys):
