@@ -17,12 +17,26 @@ from .infinite import (
     input_angles,
     smallest_gradient_angle,
 )
+from .largescale import (
+    InsufficientMemoryError,
+    MatrixFreeConditioning,
+    blockwise_ntk,
+    exact_conditioning,
+    matrix_free_conditioning,
+)
+from .sharding import device_mesh
 from .spectrum import (
     Conditioning,
     conditioning,
     effective_condition_number,
     pairwise_angles,
     smallest_pairwise_angle,
+)
+from .streaming import (
+    SmallestAngle,
+    StreamingAngles,
+    streaming_smallest_angles,
+    streaming_smallest_kernel_angle,
 )
 
 __version__ = "0.1.0"
@@ -31,18 +45,28 @@ __all__ = [
     "Activation",
     "Conditioning",
     "DepthKernel",
+    "InsufficientMemoryError",
+    "MatrixFreeConditioning",
+    "SmallestAngle",
+    "StreamingAngles",
     "angles",
+    "blockwise_ntk",
     "conditioning",
     "depth_sweep",
+    "device_mesh",
     "effective_condition_number",
+    "exact_conditioning",
     "gradient_angles",
     "infinite_nngp",
     "infinite_ntk",
     "infinite_ntk_layers",
     "input_angles",
+    "matrix_free_conditioning",
     "norm_preserving_scale",
     "pairwise_angles",
     "parse_activation",
     "smallest_gradient_angle",
     "smallest_pairwise_angle",
+    "streaming_smallest_angles",
+    "streaming_smallest_kernel_angle",
 ]

@@ -194,3 +194,79 @@ def _device_block(xr, xc, r0, c0, *, n, plan):
     count = jnp.sum(flagged)
     stack = lambda v: jnp.stack(v)[None]  # noqa: E731
     return stack(ks), stack(keys), stack(first), stack(second), idx[None], count[None]
+
+
+class _ShardedKernelBlocks:
+    """NTK blocks of one block row for several depths, sharded over a device mesh (float64)."""
+
+    def __init__(self, xh, norms, d, block, act, depths, layers, devices, where):
+        import jax
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+        self.xh, self.norms, self.d, self.block = xh, norms, d, block
+        self.act, self.depths, self.layers = act, depths, layers
+        self.n = xh.shape[0]
+        self.mesh = device_mesh(_devices(devices, where))
+        self.n_devices = self.mesh.devices.size
+        self.chunk = self.n_devices * block
+        n_rows = -(-self.n // block)
+        self.xpad = np.zeros(((n_rows + self.n_devices) * block, xh.shape[1]))
+        self.xpad[: self.n] = xh
+        self.col_sharding = NamedSharding(self.mesh, P("d"))
+        self.replicated = NamedSharding(self.mesh, P())
+        with _x64():
+            self.fn = jax.jit(_shard_map()(
+                functools.partial(_device_kernel_block, n=self.n, act=act, depths=depths, layers=layers),
+                mesh=self.mesh,
+                in_specs=(P(), P("d"), P(), P()),
+                out_specs=(P("d"),) * 3,
+            ))
+
+    def row(self, r0, r1):
+        """Yields (c0, c1, {L: K[r0:r1, c0:c1]}) for the column blocks c0 ≥ r0."""
+        import jax
+
+        from .largescale import _numpy_kernel_blocks
+
+        b, n = self.block, self.n
+        with _x64():
+            xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
+            for g0 in range(r0, n, self.chunk):
+                xc = jax.device_put(self.xpad[g0 : g0 + self.chunk], self.col_sharding)
+                T, flagged, count = (np.asarray(a) for a in jax.device_get(self.fn(xr, xc, np.int64(r0), np.int64(g0))))
+                for dev in range(self.n_devices):
+                    c0 = g0 + dev * b
+                    if c0 >= n:
+                        break
+                    c1 = min(n, c0 + b)
+                    if count[dev] > _REFINE_CAPACITY:
+                        yield c0, c1, _numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, c0, c1,
+                                                           self.act, self.depths, self.layers)
+                        continue
+                    blocks = {L: T[dev, t, : r1 - r0, : c1 - c0].copy() for t, L in enumerate(self.depths)}
+                    if count[dev]:
+                        i, j = np.divmod(flagged[dev, : count[dev]].astype(np.int64), b)
+                        rows, cols = r0 + i, c0 + j
+                        angle = _kahan_angles(self.xh, self.xh, rows, cols)
+                        for L, Tr, _, _, _ in _gradient_recursion(angle, np.cos(angle), self.depths,
+                                                                  self.act, self.layers):
+                            blocks[L][i, j] = Tr
+                    scale = np.outer(self.norms[r0:r1], self.norms[c0:c1]) / self.d
+                    yield c0, c1, {L: scale * K for L, K in blocks.items()}
+
+
+def _device_kernel_block(xr, xc, r0, c0, *, n, act, depths, layers):
+    """One device's block of the normalised NTK T for every depth, and its flagged pairs."""
+    import jax
+    import jax.numpy as jnp
+
+    b, bl = xr.shape[0], xc.shape[0]
+    cols = c0 + jax.lax.axis_index("d") * bl + jnp.arange(bl)
+    rows = r0 + jnp.arange(b)
+    valid = (rows[:, None] < n) & (cols[None, :] < n)
+    cos = jnp.clip(jnp.matmul(xr, xc.T, precision=jax.lax.Precision.HIGHEST), -1.0, 1.0)
+    angle = _angle_from(1.0 - cos, 1.0 + cos, jnp)
+    flagged = valid & ((angle < _REFINE_WITHIN) | (angle > np.pi - _REFINE_WITHIN))
+    T = jnp.stack([Tl for _, Tl, _, _, _ in _gradient_recursion(angle, cos, depths, act, layers, jnp)])
+    (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
+    return T[None], idx[None], jnp.sum(flagged)[None]
