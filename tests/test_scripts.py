@@ -93,3 +93,27 @@ def test_min_angle_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert script.main(argv + ["--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("min_angle: error:") and message in err
+
+
+def test_cond_vs_batch_smoke(tmp_path, capsys):
+    script = load_script("cond_vs_batch")
+    out = tmp_path / "run"
+    assert script.main(["--sizes", "40,90", "--depths", "1,2", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "relu L=1" in printed and "figure:" in printed
+    records = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(records) == 2 * 2 * 2  # sizes × depths × activations
+    linear = {r["n"]: r for r in records if r["activation"] == "linear"}
+    # digits: d = 64 but constant border pixels make rank(X) < 64, so the linear kernel of
+    # n = 90 inputs is singular, and the ReLU kernels are not.
+    assert linear[40]["rank"] == 40 and linear[90]["rank"] < 64
+    assert all(r["rank"] == r["n"] for r in records if r["activation"] == "relu")
+    assert (out / "figure.png").stat().st_size > 10_000
+    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
+
+
+def test_cond_vs_batch_bad_sizes_is_one_line(tmp_path, capsys):
+    script = load_script("cond_vs_batch")
+    assert script.main(["--sizes", "64,5000", "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "sizes <= n = 1797" in err
