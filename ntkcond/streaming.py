@@ -388,7 +388,7 @@ def _as_features(features, where):
         except (TypeError, ValueError):
             raise TypeError(f"{where}: expected features[{idx}] as an (H, D) pair of arrays") from None
         H = np.asarray(H, dtype=np.float64)
-        D = np.asarray(D, dtype=np.float64)
+        D = np.ones((len(H), 1)) if D is None else np.asarray(D, dtype=np.float64)
         if H.ndim != 2 or D.ndim != 2 or len(H) != len(D):
             raise ValueError(
                 f"{where}: expected features[{idx}] = (H, D) of shapes (n, m) and (n, k), "
@@ -413,7 +413,9 @@ def streaming_smallest_kernel_angle(features, *, block: int = 1024) -> tuple[flo
     resolved (use the infinite-width ``streaming_smallest_angles`` for those).
 
     Args:
-      features: sequence of (H_l, D_l) pairs of (n, m_l) and (n, k_l) arrays.
+      features: sequence of (H_l, D_l) pairs of (n, m_l) and (n, k_l) arrays; D_l = None
+        stands for ones (the read-out, whose output derivative is 1). These are the
+        (inputs, grads) lists of the empirical-NTK feature map of issue 3, layer by layer.
       block: block size b.
 
     Returns:
