@@ -184,7 +184,7 @@ def plot(records, config, path) -> str:
     axes[2].set_ylabel("numerical rank (eigenvalues > n·eps·λ_max)")
     axes[2].legend(fontsize=8)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"{config['dataset']} ({config['split']}), d = {config['d']}, infinite width, nested batches",
+    fig.suptitle(f"{os.path.basename(config['dataset'])} ({config['split']}), d = {config['d']}, infinite width, nested batches",
                  fontsize=10)
     fig.tight_layout()
     atomic_savefig(fig, path, dpi=120, metadata={"Description": json.dumps(config)})
