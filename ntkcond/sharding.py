@@ -20,7 +20,6 @@ float64 is scoped with a context manager (``_x64``), never switched on globally.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import numpy as np
