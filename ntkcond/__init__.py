@@ -76,12 +76,26 @@ from .infinite import (
     input_angles,
     smallest_gradient_angle,
 )
+from .largescale import (
+    InsufficientMemoryError,
+    MatrixFreeConditioning,
+    blockwise_ntk,
+    exact_conditioning,
+    matrix_free_conditioning,
+)
+from .sharding import device_mesh
 from .spectrum import (
     Conditioning,
     conditioning,
     effective_condition_number,
     pairwise_angles,
     smallest_pairwise_angle,
+)
+from .streaming import (
+    SmallestAngle,
+    StreamingAngles,
+    streaming_smallest_angles,
+    streaming_smallest_kernel_angle,
 )
 
 __version__ = "0.1.0"
@@ -92,6 +106,7 @@ __all__ = [
     "angles",
     "balance_deviation",
     "biasfree",
+    "blockwise_ntk",
     "claims",
     "Collapse",
     "collapse",
@@ -101,6 +116,7 @@ __all__ = [
     "datasets",
     "depth_sweep",
     "DepthKernel",
+    "device_mesh",
     "discrete_regime",
     "effective_condition_number",
     "effective_rank",
@@ -108,6 +124,7 @@ __all__ = [
     "empirical_ntk_fn",
     "empirical_ntk_layers",
     "Equivalence",
+    "exact_conditioning",
     "feature_alignment",
     "first_layer_ntk",
     "from_stax",
@@ -119,9 +136,12 @@ __all__ = [
     "infinite_ntk",
     "infinite_ntk_layers",
     "input_angles",
+    "InsufficientMemoryError",
     "is_mirrored",
     "is_symmetric",
     "linear_equivalence",
+    "matrix_free_conditioning",
+    "MatrixFreeConditioning",
     "max_abs_cosine",
     "mirrored_init",
     "MLP",
@@ -155,7 +175,11 @@ __all__ = [
     "slope_collapse",
     "smallest_gradient_angle",
     "smallest_pairwise_angle",
+    "SmallestAngle",
     "StaxNet",
+    "streaming_smallest_angles",
+    "streaming_smallest_kernel_angle",
+    "StreamingAngles",
     "symmetrize",
     "time_rescaling",
     "track_rank_one",

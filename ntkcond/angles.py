@@ -71,28 +71,31 @@ _SMC_COEFFS = [(-1) ** (k + 1) * 2 * k / math.factorial(2 * k + 1) for k in rang
 _SMC_SERIES_BELOW = 1.0  # rad; the 13-term series is exact to < 1e-18 relative there
 
 
-def _sin_minus_angle_cos(angle: np.ndarray) -> np.ndarray:
-    """s(θ) = sin θ − θ cos θ ≥ 0 without cancellation (series below 1 rad)."""
+def _sin_minus_angle_cos(angle, xp=np):
+    """s(θ) = sin θ − θ cos θ ≥ 0 without cancellation (series below 1 rad).
+
+    ``xp`` is the array namespace (numpy, or jax.numpy under jit); the same for every helper here.
+    """
     t = angle * angle
-    series = np.zeros_like(angle)
+    series = xp.zeros_like(angle)
     for coef in reversed(_SMC_COEFFS):
         series = series * t + coef
     series = series * angle * t
-    direct = np.sin(angle) - angle * np.cos(angle)
-    return np.where(angle < _SMC_SERIES_BELOW, series, direct)
+    direct = xp.sin(angle) - angle * xp.cos(angle)
+    return xp.where(angle < _SMC_SERIES_BELOW, series, direct)
 
 
-def _one_minus_cos(angle):
-    return 2.0 * np.sin(0.5 * angle) ** 2
+def _one_minus_cos(angle, xp=np):
+    return 2.0 * xp.sin(0.5 * angle) ** 2
 
 
-def _one_plus_cos(angle):
-    return 2.0 * np.cos(0.5 * angle) ** 2
+def _one_plus_cos(angle, xp=np):
+    return 2.0 * xp.cos(0.5 * angle) ** 2
 
 
-def _angle_from(one_minus_cos, one_plus_cos):
+def _angle_from(one_minus_cos, one_plus_cos, xp=np):
     """θ = 2 atan2(√(1 − cos θ), √(1 + cos θ)): exact to rounding from accurate inputs."""
-    return 2.0 * np.arctan2(np.sqrt(one_minus_cos), np.sqrt(one_plus_cos))
+    return 2.0 * xp.arctan2(xp.sqrt(one_minus_cos), xp.sqrt(one_plus_cos))
 
 
 def _as_angle(angle, where: str) -> np.ndarray:
@@ -102,17 +105,17 @@ def _as_angle(angle, where: str) -> np.ndarray:
     return arr
 
 
-def _layer(angle, cos, act: Activation):
+def _layer(angle, cos, act: Activation, xp=np):
     """One layer of eq. (2): (θ, cos θ) ↦ (θ', cos θ', 1 − cos θ', 1 + cos θ')."""
     a = act.slope
-    u, v = _one_minus_cos(angle), _one_plus_cos(angle)
-    kappa1 = (np.sin(angle) + (np.pi - angle) * cos) / np.pi
-    u_relu = u - _sin_minus_angle_cos(angle) / np.pi  # 1 − κ₁ = [π(1 − cos θ) − s(θ)]/π ≥ 0
+    u, v = _one_minus_cos(angle, xp), _one_plus_cos(angle, xp)
+    kappa1 = (xp.sin(angle) + (np.pi - angle) * cos) / np.pi
+    u_relu = u - _sin_minus_angle_cos(angle, xp) / np.pi  # 1 − κ₁ = [π(1 − cos θ) − s(θ)]/π ≥ 0
     w_lin, w_relu = 2.0 * a / (1.0 + a * a), (1.0 - a) ** 2 / (1.0 + a * a)
     cos_new = w_lin * cos + w_relu * kappa1
     u_new = w_lin * u + w_relu * u_relu
     v_new = w_lin * v + w_relu * (1.0 + kappa1)
-    return _angle_from(u_new, v_new), cos_new, u_new, v_new
+    return _angle_from(u_new, v_new, xp), cos_new, u_new, v_new
 
 
 def relu_kappa1(angle):
@@ -218,7 +221,7 @@ def resolve_trainable(trainable, depth: int, where: str = "resolve_trainable") -
     return tuple(layers)
 
 
-def _gradient_recursion(angle0, cos0, depths, act: Activation, layers=None):
+def _gradient_recursion(angle0, cos0, depths, act: Activation, layers=None, xp=np):
     """Eq. (4) for every depth in ``depths`` (ascending), in one forward pass.
 
     Yields (depth, T, R, Z, count): with S = ``layers`` ∩ [0, depth] (all layers if None;
@@ -230,7 +233,8 @@ def _gradient_recursion(angle0, cos0, depths, act: Activation, layers=None):
       R_{k+1} = s·(1 − cos θ_{k+1}) + count_k·βθ_k + ġ(θ_k)·R_k   (s = 1 if k+1 ∈ S)
       Z_{k+1} = s·(1 + cos θ_{k+1}) + count_k·βθ_k + ġ(θ_k)·Z_k
       T_{k+1} = s·cos θ_{k+1} + ġ(θ_k)·T_k.
-    Works on any numpy arrays (scalars for closed forms, n1 × n2 matrices for kernels).
+    Works on any numpy arrays (scalars for closed forms, n1 × n2 matrices for kernels), and on
+    jax arrays under jit with ``xp=jax.numpy`` (``ntkcond.streaming``).
     """
     wanted = set(depths)
     beta = _beta(act)
@@ -238,7 +242,7 @@ def _gradient_recursion(angle0, cos0, depths, act: Activation, layers=None):
     member = (lambda k: True) if layers is None or last_only else (lambda k: k in layers)
     angle, cos = angle0, cos0
     s = 1.0 if member(0) else 0.0
-    u, v = _one_minus_cos(angle), _one_plus_cos(angle)
+    u, v = _one_minus_cos(angle, xp), _one_plus_cos(angle, xp)
     T, R, Z, count = s * cos, s * u, s * v, s
     if 0 in wanted:
         yield (0, cos, u, v, 1.0) if last_only else (0, T, R, Z, count)
@@ -248,7 +252,7 @@ def _gradient_recursion(angle0, cos0, depths, act: Activation, layers=None):
         if act.is_linear:
             u_new, v_new = u, v
         else:
-            angle, cos, u_new, v_new = _layer(angle, cos, act)
+            angle, cos, u_new, v_new = _layer(angle, cos, act, xp)
         s = 1.0 if member(k + 1) else 0.0
         T = s * cos + gdot * T
         R = s * u_new + count * gdot_gap + gdot * R

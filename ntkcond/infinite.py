@@ -97,25 +97,47 @@ def _geometry(x1, x2, where: str):
     x1, x2 = _pair(x1, x2, where)
     xh1, n1 = _normalised(x1, where, "x1")
     xh2, n2 = (xh1, n1) if same else _normalised(x2, where, "x2")
+    angle, cos = _unit_geometry(xh1, xh2, same)
+    scale = np.outer(n1, n2) / x1.shape[1]
+    return angle, cos, scale
+
+
+def _unit_geometry(xh1: np.ndarray, xh2: np.ndarray, same: bool):
+    """(θ₀, cos θ₀) between unit rows: Gram route, Kahan's formula within 0.1 rad of 0 or π.
+
+    ``same``: xh1 is xh2 (the diagonal is set to exactly 0). Used by ``_geometry`` and, block by
+    block, by ``ntkcond.streaming``.
+    """
     cos = np.clip(xh1 @ xh2.T, -1.0, 1.0)
     angle = _angle_from(1.0 - cos, 1.0 + cos)
-    refine = (angle < _REFINE_WITHIN) | (angle > np.pi - _REFINE_WITHIN)
+    refine = _needs_refinement(angle)
     if same:
         np.fill_diagonal(refine, False)
     rows, cols = np.nonzero(refine)
-    chunk = max(1, _REFINE_CHUNK_ELEMS // x1.shape[1])
+    if rows.size:
+        exact = _kahan_angles(xh1, xh2, rows, cols)
+        angle[rows, cols] = exact
+        cos[rows, cols] = np.cos(exact)
+    if same:
+        np.fill_diagonal(angle, 0.0)
+        np.fill_diagonal(cos, 1.0)
+    return angle, cos
+
+
+def _needs_refinement(angle):
+    return (angle < _REFINE_WITHIN) | (angle > np.pi - _REFINE_WITHIN)
+
+
+def _kahan_angles(xh1, xh2, rows, cols) -> np.ndarray:
+    """θ = 2 atan2(‖x̂ − x̂'‖, ‖x̂ + x̂'‖) for the pairs (xh1[rows], xh2[cols]): (k,) radians."""
+    out = np.empty(rows.size)
+    chunk = max(1, _REFINE_CHUNK_ELEMS // xh1.shape[1])
     for start in range(0, rows.size, chunk):
         r, c = rows[start : start + chunk], cols[start : start + chunk]
         diff = np.linalg.norm(xh1[r] - xh2[c], axis=1)
         summ = np.linalg.norm(xh1[r] + xh2[c], axis=1)
-        exact = 2.0 * np.arctan2(diff, summ)
-        angle[r, c] = exact
-        cos[r, c] = np.cos(exact)
-    if same:
-        np.fill_diagonal(angle, 0.0)
-        np.fill_diagonal(cos, 1.0)
-    scale = np.outer(n1, n2) / x1.shape[1]
-    return angle, cos, scale
+        out[start : start + chunk] = 2.0 * np.arctan2(diff, summ)
+    return out
 
 
 def input_angles(x1, x2=None) -> np.ndarray:
@@ -272,17 +294,23 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
 def _sweep(geometry, depths, activation, trainable) -> Iterator[DepthKernel]:
     """``depth_sweep`` on a precomputed ``_geometry(x, None)``, shared across activations."""
     act = parse_activation(activation)
-    depths = sorted({_as_depth(L, "depth_sweep") for L in depths})
-    if not depths:
-        raise ValueError("depth_sweep: expected at least one depth, got none")
-    if isinstance(trainable, str) and trainable.lower() == "last":
-        layers = "last"
-    elif isinstance(trainable, str) and trainable.lower() in ("all", "first"):
-        layers = None if trainable.lower() == "all" else {0}
-    else:
-        layers = set(resolve_trainable(trainable, depths[0], "depth_sweep"))
+    depths, layers = _sweep_layers(depths, trainable, "depth_sweep")
     angle, cos, scale = geometry
     for L, T, R, Z, _ in _gradient_recursion(angle, cos, depths, act, layers):
         phi = angle.copy() if act.is_linear else _angle_from(R, Z)
         np.fill_diagonal(phi, 0.0)
         yield DepthKernel(depth=L, ntk=scale * T, angles=phi)
+
+
+def _sweep_layers(depths, trainable, where: str):
+    """(sorted depths, ``layers`` argument of ``_gradient_recursion``) for a depth sweep."""
+    depths = sorted({_as_depth(L, where) for L in depths})
+    if not depths:
+        raise ValueError(f"{where}: expected at least one depth, got none")
+    if isinstance(trainable, str) and trainable.lower() == "last":
+        layers = "last"
+    elif isinstance(trainable, str) and trainable.lower() in ("all", "first"):
+        layers = None if trainable.lower() == "all" else {0}
+    else:
+        layers = set(resolve_trainable(trainable, depths[0], where))
+    return depths, layers

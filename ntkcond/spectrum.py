@@ -145,6 +145,13 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     atol = 0.0 if atol is None else float(atol)
 
     eigenvalues = np.linalg.eigvalsh(0.5 * (K64 + K64.T))
+    return _summarize(eigenvalues, kdtype, rtol, atol, where)
+
+
+def _summarize(eigenvalues: np.ndarray, kdtype, rtol: float, atol: float, where: str) -> Conditioning:
+    """``Conditioning`` from the ascending float64 eigenvalues of a kernel computed in ``kdtype``."""
+    n = eigenvalues.shape[0]
+    eps = _eps(kdtype)
     lambda_max = float(eigenvalues[-1])
     cutoff = max(atol, rtol * max(lambda_max, 0.0))
     floor = max(cutoff, n * eps * max(lambda_max, 0.0))  # rounding noise of K's own dtype

@@ -121,3 +121,61 @@ def _current_umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+def test_min_angle_smoke_and_resume(tmp_path, capsys):
+    from ntkcond import datasets, smallest_gradient_angle
+    from ntkcond.streaming import streaming_smallest_angles
+
+    script = load_script("min_angle")
+    out = tmp_path / "run"
+    x = datasets.load("digits").x[:150]
+    # An interrupted run: two finished block rows in the checkpoint the script will find.
+    streaming_smallest_angles(x, depths=[0, 1, 2], block=32, backend="numpy",
+                              checkpoint=str(out / "checkpoint.json"), max_row_blocks=2)
+    argv = ["--limit", "150", "--depths", "0-2", "--block", "32", "--backend", "numpy",
+            "--out", str(out), "--no-progress"]
+    assert script.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "smallest input angle" in printed and "relu (deg)" in printed
+    result = json.loads((out / "result.json").read_text())
+    assert result["resumed_from_row_block"] == 2 and result["pairs"] == 150 * 149 // 2
+    assert not (out / "checkpoint.json").exists()
+    for r in result["results"]:
+        angle, i, j = smallest_gradient_angle(x, depth=r["depth"], activation=r["activation"])
+        assert abs(r["angle_rad"] - angle) <= 1e-12 * angle and (r["i"], r["j"]) == (i, j)
+    assert "preprocessing" in (out / "table.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--depths", "x"], "--depths"), (["--limit", "1"], "--limit"),
+     (["--block", "1"], "block size"), (["--dataset", "nope"], "unknown data set")],
+)
+def test_min_angle_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    script = load_script("min_angle")
+    assert script.main(argv + ["--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("min_angle: error:") and message in err
+
+
+def test_cond_vs_batch_smoke(tmp_path, capsys):
+    script = load_script("cond_vs_batch")
+    out = tmp_path / "run"
+    assert script.main(["--sizes", "40,90", "--depths", "1,2", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "relu L=1" in printed and "figure:" in printed
+    records = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(records) == 2 * 2 * 2  # sizes × depths × activations
+    linear = {r["n"]: r for r in records if r["activation"] == "linear"}
+    # digits: d = 64 but constant border pixels make rank(X) < 64, so the linear kernel of
+    # n = 90 inputs is singular, and the ReLU kernels are not.
+    assert linear[40]["rank"] == 40 and linear[90]["rank"] < 64
+    assert all(r["rank"] == r["n"] for r in records if r["activation"] == "relu")
+    assert (out / "figure.png").stat().st_size > 10_000
+    assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
+
+
+def test_cond_vs_batch_bad_sizes_is_one_line(tmp_path, capsys):
+    script = load_script("cond_vs_batch")
+    assert script.main(["--sizes", "64,5000", "--out", str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "sizes <= n = 1797" in err
