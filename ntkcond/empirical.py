@@ -24,12 +24,13 @@ errors, so finite-width kernels can be compared with ``ntkcond.infinite_ntk``.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
 
 import numpy as np
+
+from ._jax import x64
 
 from .angles import resolve_trainable
 from .models import MLP, check_params
@@ -41,20 +42,7 @@ __all__ = ["empirical_ntk", "empirical_ntk_layers", "MonteCarloNTK", "monte_carl
 _BLOCK_BYTES = 1 << 30
 
 
-@contextlib.contextmanager
-def _x64(enabled: bool = True):
-    """Scoped float64 in jax (``jax.enable_x64`` on new jax, ``jax.experimental`` on old)."""
-    import jax
-
-    state = getattr(jax, "enable_x64", None)
-    if state is not None:
-        with state(enabled):
-            yield
-        return
-    from jax import experimental
-
-    with (experimental.enable_x64() if enabled else experimental.disable_x64()):
-        yield
+_x64 = x64  # the shared scoped-float64 context (ntkcond._jax.x64)
 
 
 def _layer_factors(params, slope: float):

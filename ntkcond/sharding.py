@@ -27,20 +27,14 @@ import numpy as np
 from .angles import _angle_from, _gradient_recursion
 from .infinite import _REFINE_WITHIN, _kahan_angles
 
+from ._jax import x64
+
 __all__ = ["device_mesh"]
 
 _REFINE_CAPACITY = 4096  # flagged pairs per device block handed to the host
 
 
-def _x64():
-    """Context manager enabling float64 in JAX for its scope (jax ≥ 0.7 and jax 0.4–0.6)."""
-    import jax
-
-    if hasattr(jax, "enable_x64"):
-        return jax.enable_x64(True)
-    from jax.experimental import enable_x64
-
-    return enable_x64()
+_x64 = x64
 
 
 def _shard_map():

@@ -14,12 +14,13 @@ arXiv 2406.12615) and meant for reuse by later experiments on the same nets.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import numbers
 
 import numpy as np
+
+from ._jax import x64
 
 from .activations import Activation, parse_activation
 
@@ -100,19 +101,7 @@ def _pos(value, name: str, where: str) -> float:
 # ----------------------------------------------------------------------------- training (JAX)
 
 
-@contextlib.contextmanager
-def _float64():
-    """Scoped float64 for JAX: ``jax.enable_x64`` (newest jax) or ``jax.experimental.enable_x64``."""
-    import jax
-
-    if hasattr(jax, "enable_x64"):
-        with jax.enable_x64(True):
-            yield
-    else:
-        from jax.experimental import enable_x64
-
-        with enable_x64():
-            yield
+_float64 = x64  # scoped float64 (ntkcond._jax.x64)
 
 
 def _objective(weights, x, y, alpha, loss: str):
