@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, help="prepared TFDS data dir")
     p.add_argument("--mean", type=float, nargs="+", default=None, help=".npz: per-channel mean")
     p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
+    p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
+                   help=".npz: the papers' mean/std of this data set (e.g. mnist)")
     p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
     p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
     p.add_argument("--sizes", default=None,
@@ -77,7 +79,7 @@ def run(args) -> str:
     depths = parse_ints(args.depths, "--depths", 0)
     activations = [parse_activation(a) for a in args.activations]
     ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
-                       seed=args.seed, mean=args.mean, std=args.std)
+                       seed=args.seed, mean=args.mean, std=args.std, preset=args.preset)
     n_all, d = ds.x.shape
     n_max = min(n_all, args.max_n)
     sizes = default_sizes(n_max) if args.sizes is None else parse_ints(args.sizes, "--sizes", 2)

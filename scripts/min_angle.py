@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean", type=float, nargs="+", default=None,
                    help=".npz: per-channel mean after scaling pixels to [0, 1]")
     p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
+    p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
+                   help=".npz: the papers' mean/std of this data set (e.g. mnist)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
     p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
     p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
@@ -82,7 +84,7 @@ def run(args) -> dict:
     depths = parse_depths(args.depths)
     activations = [parse_activation(a).name for a in args.activations]
     ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
-                       seed=args.seed, mean=args.mean, std=args.std)
+                       seed=args.seed, mean=args.mean, std=args.std, preset=args.preset)
     x = ds.x
     if args.limit is not None:
         if not 2 <= args.limit <= len(x):
