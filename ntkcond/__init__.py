@@ -62,7 +62,13 @@ from .saxe import (
     time_rescaling,
 )
 from .training import TrainResult, train_network, train_two_layer
-from .empirical import MonteCarloNTK, empirical_ntk, empirical_ntk_layers, monte_carlo_ntk
+from .empirical import (
+    MonteCarloNTK,
+    empirical_ntk,
+    empirical_ntk_features,
+    empirical_ntk_layers,
+    monte_carlo_ntk,
+)
 from .generic import StaxNet, empirical_ntk_fn, from_stax
 from .models import MLP, mlp
 from .activations import Activation, norm_preserving_scale, parse_activation
@@ -121,6 +127,7 @@ __all__ = [
     "effective_condition_number",
     "effective_rank",
     "empirical_ntk",
+    "empirical_ntk_features",
     "empirical_ntk_fn",
     "empirical_ntk_layers",
     "Equivalence",

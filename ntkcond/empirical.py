@@ -36,7 +36,7 @@ from .angles import resolve_trainable
 from .models import MLP, check_params
 from .spectrum import effective_condition_number, smallest_pairwise_angle
 
-__all__ = ["empirical_ntk", "empirical_ntk_layers", "MonteCarloNTK", "monte_carlo_ntk"]
+__all__ = ["empirical_ntk", "empirical_ntk_features", "empirical_ntk_layers", "MonteCarloNTK", "monte_carlo_ntk"]
 
 # Row blocks of x1 are sized so that one block's features and Gram temporaries stay near this.
 _BLOCK_BYTES = 1 << 30
@@ -197,6 +197,28 @@ def empirical_ntk_layers(net, params, x1, x2=None, *, block_size=None):
     depth = getattr(net, "depth", 0)
     layers = tuple(range(depth + 1))
     return _ntk(net, params, x1, x2, layers, True, block_size, "empirical_ntk_layers")
+
+
+def empirical_ntk_features(net, params, x, *, trainable="all") -> list:
+    """Per-layer features (H_i, D_i) with Θ = Σ_{i∈S} (H_i H_iᵀ) ⊙ (D_i D_iᵀ), eq. (1).
+
+    H_i = sᵢAⁱ (n, fan_inᵢ) are the scaled layer inputs and D_i = B^{i+1} (n, fan_outᵢ) the
+    output gradients w.r.t. the pre-activations; D is None for the read-out (B = 1). This is
+    what ``ntkcond.streaming_smallest_kernel_angle`` streams over, so the smallest finite-width
+    gradient angle of a whole data set never needs the n × n kernel.
+
+    Args:
+      net: from ``ntkcond.mlp``; params: its weights; x: (n, d) inputs.
+      trainable: "all", "first", "last" or 0-based layer indices (as ``empirical_ntk``).
+
+    Returns:
+      list of (H, D) numpy arrays, one per trainable layer, in the dtype of params and x.
+    """
+    where = "empirical_ntk_features"
+    params, x, _ = _prepare(net, params, x, None, where)
+    layers = resolve_trainable(trainable, net.depth, where)
+    inputs, grads = _features(params, x, net.activation.slope, min(layers))
+    return [(np.asarray(inputs[i]), None if grads[i] is None else np.asarray(grads[i])) for i in layers]
 
 
 @dataclasses.dataclass(frozen=True)
