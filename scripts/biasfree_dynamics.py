@@ -28,6 +28,7 @@ from tqdm.auto import tqdm  # noqa: E402
 import ntkcond  # noqa: E402
 from ntkcond import datasets  # noqa: E402
 from ntkcond._io import atomic_savefig, atomic_write  # noqa: E402
+from ntkcond._cli import run_main
 
 PROG = "biasfree_dynamics"
 ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -874,13 +875,7 @@ def run(args) -> dict:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        run(args)
-    except (ValueError, TypeError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_main(PROG, build_parser(), run, argv)
 
 
 if __name__ == "__main__":

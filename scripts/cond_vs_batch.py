@@ -27,10 +27,11 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from ntkcond import datasets, parse_activation
+from ntkcond import parse_activation
 from ntkcond._io import append_jsonl, atomic_savefig, atomic_write
 from ntkcond.largescale import exact_conditioning
 from ntkcond.streaming import streaming_smallest_angles
+from ntkcond._cli import add_data_arguments, load_data, run_main
 
 PROG = "cond_vs_batch"
 
@@ -52,16 +53,7 @@ def default_sizes(n_max: int) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default="digits",
-                   help="digits (default), mnist, cifar10, gaussian, or a .npz path with x and y")
-    p.add_argument("--split", default="test")
-    p.add_argument("--data-dir", default=None, help="prepared TFDS data dir")
-    p.add_argument("--mean", type=float, nargs="+", default=None, help=".npz: per-channel mean")
-    p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
-    p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
-                   help=".npz: the papers' mean/std of this data set (e.g. mnist)")
-    p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
-    p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
+    add_data_arguments(p, split="test")
     p.add_argument("--sizes", default=None,
                    help="batch sizes, e.g. 64,128,1000 (default 64, 128, ... and the data-set size)")
     p.add_argument("--max-n", type=int, default=10000, help="cap on the batch size (default 10000)")
@@ -78,8 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args) -> str:
     depths = parse_ints(args.depths, "--depths", 0)
     activations = [parse_activation(a) for a in args.activations]
-    ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
-                       seed=args.seed, mean=args.mean, std=args.std, preset=args.preset)
+    ds = load_data(args, seed=args.seed)
     n_all, d = ds.x.shape
     n_max = min(n_all, args.max_n)
     sizes = default_sizes(n_max) if args.sizes is None else parse_ints(args.sizes, "--sizes", 2)
@@ -195,13 +186,7 @@ def plot(records, config, path) -> str:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        run(args)
-    except (ValueError, TypeError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_main(PROG, build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -30,28 +30,9 @@ from ntkcond._io import atomic_write
 from ntkcond.experiment import (format_table, measure_finite_batch, measure_infinite_batch,
                                 plot_cond_vs_depth, summarize)
 from ntkcond.rundir import open_run
+from ntkcond._cli import add_data_arguments, load_data, parse_depths, run_main
 
 PROG = "cond_vs_depth"
-
-
-def parse_depths(text: str) -> list[int]:
-    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0."""
-    depths = set()
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = (int(v) for v in part.split("-", 1))
-                if hi < lo:
-                    raise ValueError
-                depths.update(range(lo, hi + 1))
-            else:
-                depths.add(int(part))
-    except ValueError:
-        raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
-    if not depths or min(depths) < 0:
-        raise ValueError(f"--depths: expected depths >= 0, got {text!r}")
-    return sorted(depths)
 
 
 def parse_width(text: str):
@@ -69,16 +50,7 @@ def parse_width(text: str):
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default="digits",
-                   help="digits (default), mnist, fashion_mnist, cifar10, svhn_cropped, gaussian, "
-                        "or a .npz path with arrays x and y")
-    p.add_argument("--split", default="train")
-    p.add_argument("--data-dir", default=None, help="prepared TFDS data dir")
-    p.add_argument("--mean", type=float, nargs="+", default=None,
-                   help=".npz: per-channel mean after scaling pixels to [0, 1] (one or per channel)")
-    p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
-    p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
-                   help=".npz: the papers' mean/std of this data set (e.g. cifar10)")
+    add_data_arguments(p)
     p.add_argument("--batch", type=int, default=512, help="batch size n (default 512)")
     p.add_argument("--max-batches", type=int, default=None, help="at most this many batches")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
@@ -92,8 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
-    p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
-    p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
     p.add_argument("--normalize", default="default", choices=["default", "unit", "none"])
     p.add_argument("--out", default=os.path.join("runs", PROG), help="output folder")
     p.add_argument("--resume", action="store_true",
@@ -110,9 +80,7 @@ def run(args) -> str:
     if args.seeds < 1:
         raise ValueError(f"--seeds: expected >= 1, got {args.seeds}")
     seeds = list(range(args.seeds))
-    ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
-                       seed=args.seed, mean=args.mean, std=args.std, preset=args.preset,
-                       normalize=args.normalize)
+    ds = load_data(args, seed=args.seed, normalize=args.normalize)
     index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
                                      max_batches=args.max_batches, drop_last=args.drop_last)
     config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,
@@ -170,13 +138,7 @@ def run(args) -> str:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        run(args)
-    except (ValueError, TypeError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_main(PROG, build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -21,48 +21,18 @@ import math
 import os
 import sys
 
-from ntkcond import datasets, parse_activation
+from ntkcond import parse_activation
 from ntkcond._io import atomic_write
 from ntkcond.streaming import streaming_smallest_angles
+from ntkcond._cli import add_data_arguments, load_data, parse_depths, run_main
 
 PROG = "min_angle"
 
 
-def parse_depths(text: str) -> list[int]:
-    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0."""
-    depths = set()
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = (int(v) for v in part.split("-", 1))
-                if hi < lo:
-                    raise ValueError
-                depths.update(range(lo, hi + 1))
-            else:
-                depths.add(int(part))
-    except ValueError:
-        raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
-    if not depths or min(depths) < 0:
-        raise ValueError(f"--depths: expected depths >= 0, got {text!r}")
-    return sorted(depths)
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", default="digits",
-                   help="digits (default), mnist, fashion_mnist, cifar10, svhn_cropped, gaussian, "
-                        "or a .npz path with arrays x and y")
-    p.add_argument("--split", default="train")
-    p.add_argument("--data-dir", default=None, help="prepared TFDS data dir")
-    p.add_argument("--mean", type=float, nargs="+", default=None,
-                   help=".npz: per-channel mean after scaling pixels to [0, 1]")
-    p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
-    p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
-                   help=".npz: the papers' mean/std of this data set (e.g. mnist)")
+    add_data_arguments(p)
     p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
-    p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
-    p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
     p.add_argument("--seed", type=int, default=0, help="gaussian: seed")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
     p.add_argument("--activations", nargs="+", default=["relu", "linear"],
@@ -83,8 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args) -> dict:
     depths = parse_depths(args.depths)
     activations = [parse_activation(a).name for a in args.activations]
-    ds = datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
-                       seed=args.seed, mean=args.mean, std=args.std, preset=args.preset)
+    ds = load_data(args, seed=args.seed)
     x = ds.x
     if args.limit is not None:
         if not 2 <= args.limit <= len(x):
@@ -140,13 +109,7 @@ def format_table(res) -> str:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        run(args)
-    except (ValueError, TypeError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_main(PROG, build_parser(), run, argv)
 
 
 if __name__ == "__main__":
