@@ -2,6 +2,7 @@
 exact spectra of infinite-width NTKs (8, 9, 10). See ``ntkcond.claims``."""
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -184,22 +185,28 @@ def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, seed=7) ->
 # Claims 8–10: condition numbers
 # ------------------------------------------------------------------------------------------
 
-def _real_batches(n=256):
-    """Real image batches: ../shared/data when present (MNIST, CIFAR-10), else digits."""
+@functools.lru_cache(maxsize=None)
+def _real_sets() -> tuple:
+    """(name, x) of the real image sets, loaded once per process: ../shared/data when present
+    (MNIST, CIFAR-10 with the papers' preprocessing), and digits."""
     from . import datasets
 
     here = os.path.dirname(os.path.abspath(__file__))
     shared = os.path.join(here, "..", "..", "shared", "data")
-    out = {}
+    sets = []
     mnist = os.path.join(shared, "mnist_test.npz")
     cifar = os.path.join(shared, "cifar10_test.npz")
     if os.path.exists(mnist):
-        out["MNIST test"] = datasets.load(mnist, mean=0.5, std=0.5).x[:n]
+        sets.append(("MNIST test", datasets.load(mnist, preset="mnist").x))
     if os.path.exists(cifar):
-        mean, std = datasets.TFDS_NAMES["cifar10"]
-        out["CIFAR-10 test"] = datasets.load(cifar, mean=mean, std=std).x[:n]
-    out["digits"] = datasets.load("digits").x[:n]
-    return out
+        sets.append(("CIFAR-10 test", datasets.load(cifar, preset="cifar10").x))
+    sets.append(("digits", datasets.load("digits").x))
+    return tuple(sets)
+
+
+def _real_batches(n=256):
+    """Real image batches of n: a fresh dict of copies (callers may add entries)."""
+    return {name: x[:n].copy() for name, x in _real_sets()}
 
 
 def check_first_layer_only(formulas=Formulas(), fast=True, outdir=None, seed=8) -> Claim:
