@@ -16,8 +16,9 @@ with the output gradients from one backward pass
 
 σ'(z) = 1 for z > 0 and α otherwise. The read-out term (i = L) is s_L² A^L A'^{Lᵀ}.
 Cost: one forward and one backward pass over the batch, plus two n₁ × n₂ Grams per layer;
-memory O(n·Σm + n²); no n × P Jacobian is formed. All matmuls run at
-``Precision.HIGHEST`` (no TF32/bf16 passes on accelerators), in the dtype of params and x1.
+memory O(n·Σm + n²); no n × P Jacobian is formed. Everything runs in the dtype of params
+and x1: as jitted jax at ``Precision.HIGHEST`` (no TF32/bf16 passes on accelerators), except
+float64 on the CPU, which runs the same equations in NumPy's BLAS (``_numpy_route_applies``).
 
 ``monte_carlo_ntk`` averages eq. (1) over independent initialisations and reports standard
 errors, so finite-width kernels can be compared with ``ntkcond.infinite_ntk``.
@@ -30,7 +31,7 @@ import math
 
 import numpy as np
 
-from ._jax import x64
+from ._jax import on_cpu, x64
 
 from .angles import resolve_trainable
 from .models import MLP, check_params
@@ -52,16 +53,16 @@ def _layer_factors(params, slope: float):
     return [math.sqrt((c if i < last else 1.0) / w.shape[0]) for i, w in enumerate(params)]
 
 
-def _features(params, x, slope: float, lowest: int):
+def _features(params, x, slope: float, lowest: int, xp=None):
     """Scaled layer inputs sᵢAⁱ (i = 0 … L) and output gradients B^{i+1}, eq. (2).
+
+    ``xp`` is the array namespace: jax.numpy (default; matmuls at ``Precision.HIGHEST``)
+    or numpy (float64 on the CPU, ``_numpy_route_applies``).
 
     Returns (inputs, grads): inputs[i] is (n, fan_inᵢ); grads[i] is (n, fan_outᵢ) for
     lowest ≤ i < L, None elsewhere (the read-out has B^{L+1} = 1).
     """
-    import jax
-    import jax.numpy as jnp
-
-    hi = jax.lax.Precision.HIGHEST
+    xp, mm = _namespace(xp)
     scales = _layer_factors(params, slope)
     last = len(params) - 1
     inputs, pre = [], []
@@ -70,33 +71,40 @@ def _features(params, x, slope: float, lowest: int):
         a = scales[i] * h
         inputs.append(a)
         if i < last:
-            z = jnp.matmul(a, w, precision=hi)
+            z = mm(a, w)
             pre.append(z)
-            h = jnp.where(z > 0, z, slope * z)
+            h = xp.where(z > 0, z, slope * z)
     grads = [None] * (last + 1)
     b = None
     for i in range(last, lowest, -1):  # B^i from B^{i+1}: grads[i - 1]
         w = params[i]
-        back = scales[i] * (w[:, 0][None, :] if b is None else jnp.matmul(b, w.T, precision=hi))
-        b = back * jnp.where(pre[i - 1] > 0, 1.0, slope).astype(back.dtype)
+        back = scales[i] * (w[:, 0][None, :] if b is None else mm(b, w.T))
+        b = back * xp.where(pre[i - 1] > 0, 1.0, slope).astype(back.dtype)
         grads[i - 1] = b
     return inputs, grads
 
 
-def _contract(f1, f2, layers, per_layer: bool):
+def _contract(f1, f2, layers, per_layer: bool, xp=None):
     """Eq. (1) from two feature sets: (len(layers), n1, n2) if per_layer else (n1, n2)."""
-    import jax
-    import jax.numpy as jnp
-
-    hi = jax.lax.Precision.HIGHEST
+    xp, mm = _namespace(xp)
     (a1, b1), (a2, b2) = f1, f2
     terms = []
     for i in layers:
-        gram = jnp.matmul(a1[i], a2[i].T, precision=hi)
+        gram = mm(a1[i], a2[i].T)  # NumPy: a symmetric rank-k update when f2 is f1
         if b1[i] is not None:
-            gram = gram * jnp.matmul(b1[i], b2[i].T, precision=hi)
+            gram = gram * mm(b1[i], b2[i].T)
         terms.append(gram)
-    return jnp.stack(terms) if per_layer else functools.reduce(jnp.add, terms)
+    return xp.stack(terms) if per_layer else functools.reduce(xp.add, terms)
+
+
+def _namespace(xp):
+    """(array namespace, matmul): jax.numpy at Precision.HIGHEST unless xp is numpy."""
+    if xp is np:
+        return np, np.matmul
+    import jax
+    import jax.numpy as jnp
+
+    return jnp, functools.partial(jnp.matmul, precision=jax.lax.Precision.HIGHEST)
 
 
 @functools.lru_cache(maxsize=None)
@@ -118,6 +126,30 @@ def _jitted():
     return (jax.jit(ntk, static_argnames=static),
             jax.jit(features, static_argnames=("slope", "lowest")),
             jax.jit(block, static_argnames=static))
+
+
+def _numpy_route_applies(x, *arrays) -> bool:
+    """float64 on the CPU runs in NumPy's BLAS: 2.2x faster than XLA there (0.21 s vs 0.45 s
+    at n = 512, d = 784, m = 1024, L = 5). float32 stays in XLA, whose GEMM matches BLAS on
+    the CPU and which fuses the elementwise passes (0.12 s vs 0.14 s)."""
+    return x.dtype == np.float64 and on_cpu(x, *arrays)
+
+
+def _numpy_route():
+    """The ``_jitted`` trio in NumPy (same equations, run eagerly in NumPy's BLAS)."""
+
+    def ntk(params, x1, x2, slope, layers, per_layer):
+        f1 = _features(params, x1, slope, layers[0], np)
+        f2 = f1 if x2 is None else _features(params, x2, slope, layers[0], np)
+        return _contract(f1, f2, layers, per_layer, np)
+
+    def features(params, x, slope, lowest):
+        return _features(params, x, slope, lowest, np)
+
+    def block(params, x1, f2, slope, layers, per_layer):
+        return _contract(_features(params, x1, slope, layers[0], np), f2, layers, per_layer, np)
+
+    return ntk, features, block
 
 
 def _prepare(net, params, x1, x2, where):
@@ -145,7 +177,6 @@ def _ntk(net, params, x1, x2, layers, per_layer, block_size, where):
     import jax.numpy as jnp
 
     params, x1, x2 = _prepare(net, params, x1, x2, where)
-    ntk_jit, features_jit, block_jit = _jitted()
     slope = net.activation.slope
     n1, n2 = x1.shape[0], (x1 if x2 is None else x2).shape[0]
     if block_size is None:
@@ -153,14 +184,20 @@ def _ntk(net, params, x1, x2, layers, per_layer, block_size, where):
         block_size = max(128, _BLOCK_BYTES // row_bytes // 128 * 128)
     elif isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"{where}: expected block_size as an int >= 1 or None, got {block_size!r}")
+    cpu = _numpy_route_applies(x1, x2, *params)
+    if cpu:
+        params, x1 = [np.asarray(w) for w in params], np.asarray(x1)
+        x2 = None if x2 is None else np.asarray(x2)
+    ntk_fn, features_fn, block_fn = _numpy_route() if cpu else _jitted()
     if n1 <= block_size:
-        return ntk_jit(params, x1, x2, slope=slope, layers=layers, per_layer=per_layer)
-    f2 = features_jit(params, x1 if x2 is None else x2, slope=slope, lowest=layers[0])
-    pad = -n1 % block_size  # pad the last block with zero rows: one compiled block shape
-    x1p = jnp.concatenate([x1, jnp.zeros((pad, x1.shape[1]), x1.dtype)]) if pad else x1
-    blocks = [block_jit(params, x1p[s:s + block_size], f2, slope=slope, layers=layers,
-                        per_layer=per_layer) for s in range(0, n1 + pad, block_size)]
-    return jnp.concatenate(blocks, axis=-2)[..., :n1, :]
+        return jnp.asarray(ntk_fn(params, x1, x2, slope=slope, layers=layers, per_layer=per_layer))
+    f2 = features_fn(params, x1 if x2 is None else x2, slope=slope, lowest=layers[0])
+    xp = np if cpu else jnp
+    pad = 0 if cpu else -n1 % block_size  # jit: pad the last block, one compiled block shape
+    x1p = xp.concatenate([x1, xp.zeros((pad, x1.shape[1]), x1.dtype)]) if pad else x1
+    blocks = [block_fn(params, x1p[s:s + block_size], f2, slope=slope, layers=layers,
+                       per_layer=per_layer) for s in range(0, n1 + pad, block_size)]
+    return jnp.asarray(xp.concatenate(blocks, axis=-2)[..., :n1, :])
 
 
 def empirical_ntk(net, params, x1, x2=None, *, trainable="all", block_size=None):
@@ -217,7 +254,10 @@ def empirical_ntk_features(net, params, x, *, trainable="all") -> list:
     where = "empirical_ntk_features"
     params, x, _ = _prepare(net, params, x, None, where)
     layers = resolve_trainable(trainable, net.depth, where)
-    inputs, grads = _features(params, x, net.activation.slope, min(layers))
+    xp = np if _numpy_route_applies(x, *params) else None
+    if xp is np:
+        params, x = [np.asarray(w) for w in params], np.asarray(x)
+    inputs, grads = _features(params, x, net.activation.slope, min(layers), xp)
     return [(np.asarray(inputs[i]), None if grads[i] is None else np.asarray(grads[i])) for i in layers]
 
 

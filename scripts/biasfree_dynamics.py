@@ -59,6 +59,15 @@ def _unit(d: int, seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def _with_figure(out: dict, fig, args, name: str) -> dict:
+    """Lay out and save ``fig`` as <out>/<name>.png (atomically), close it, record its path."""
+    fig.tight_layout()
+    out["figure"] = os.path.join(args.out, f"{name}.png")
+    atomic_savefig(fig, out["figure"], dpi=120)
+    plt.close(fig)
+    return out
+
+
 def _first_below(t, values, level) -> float:
     hit = np.nonzero(values < level)[0]
     return float(t[hit[0]]) if hit.size else float("nan")
@@ -129,12 +138,9 @@ def expressivity(args, bar) -> dict:
         ax.set(title=f"target {name}", xlabel="GD step", ylabel="loss")
         ax.legend(fontsize=7)
     fig.suptitle("Two-layer bias-free ReLU nets cannot fit odd nonlinear targets")
-    fig.tight_layout()
-    path = os.path.join(args.out, "expressivity.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    return {"odd_part_max_rel_dev_random": odd_dev, "odd_part_max_rel_dev_trained": trained_dev,
-            "floors": floors, "figure": path}
+    out = {"odd_part_max_rel_dev_random": odd_dev, "odd_part_max_rel_dev_trained": trained_dev,
+           "floors": floors}
+    return _with_figure(out, fig, args, "expressivity")
 
 
 # ----------------------------------------------------------------------------- item 2
@@ -236,12 +242,7 @@ def equivalence(args, bar) -> dict:
     axes[3].set(title="ReLU (α=0) vs its linear net", xlabel="c·t")
     axes[3].legend(fontsize=6)
     fig.suptitle(f"Mirrored init, symmetric data ({args.dataset}): leaky-ReLU = linear with t → c·t")
-    fig.tight_layout()
-    path = os.path.join(args.out, "equivalence.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "equivalence")
 
 
 # ----------------------------------------------------------------------------- item 3
@@ -294,12 +295,7 @@ def closed_form(args, bar) -> dict:
     axes[2].set(title="max |u − u_theory| / s", xlabel="learning rate")
     axes[2].legend(fontsize=7)
     fig.suptitle(f"Saxe closed form with t → c·t, whitened data, s={s:g}, u0={u0:g}")
-    fig.tight_layout()
-    path = os.path.join(args.out, "closed_form.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "closed_form")
 
 
 # ----------------------------------------------------------------------------- item 4
@@ -363,12 +359,7 @@ def symmetry_breaking(args, bar) -> dict:
         axes[1].loglog(inv, p["A"] * inv ** p["p"], "--", label=f"fit ∝ (1/Δy)^{p['p']:.2f}")
         axes[1].legend()
     axes[1].set(title="plateau duration", xlabel="1/Δy", ylabel="plateau (time)")
-    fig.tight_layout()
-    path = os.path.join(args.out, "symmetry_breaking.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "symmetry_breaking")
 
 
 # ----------------------------------------------------------------------------- item 5
@@ -405,12 +396,7 @@ def deep(args, bar) -> dict:
             ax.plot(t, [_stable_rank(s) for s in snaps], label=f"W{layer + 1}")
         ax.set(title=f"{name}: stable rank ‖W‖F²/‖W‖2²", xlabel="t", yscale="log")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = os.path.join(args.out, "deep.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "deep")
 
 
 # ----------------------------------------------------------------------------- item 6
@@ -457,12 +443,7 @@ def ntk(args, bar) -> dict:
                     label=f"{act} (rank {rows[0]['rank']}/{x.shape[0]})")
     ax.set(title="κ_eff of the NTK on x ∪ −x (digits)", xlabel="depth L", ylabel="κ_eff")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = os.path.join(args.out, "ntk.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "ntk")
 
 
 # ----------------------------------------------------------------------------- issue 8: orthogonal
@@ -548,12 +529,7 @@ def orthogonal(args, bar) -> dict:
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.suptitle(f"ReLU net on orthogonal inputs ({args.ortho_data}): independent linear nets; "
                  "dotted: predicted plateau ends")
-    fig.tight_layout()
-    path = os.path.join(args.out, "orthogonal.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "orthogonal")
 
 
 # ----------------------------------------------------------------------------- issue 8: XOR
@@ -632,12 +608,7 @@ def xor(args, bar) -> dict:
                 yscale="log")
     axes[2].legend(fontsize=7)
     fig.suptitle("XOR (blue: y = +1, red: y = −1): independent linear nets, one per pair ±v")
-    fig.tight_layout()
-    path = os.path.join(args.out, "xor.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "xor")
 
 
 # ----------------------------------------------------------------------------- issue 8: rank one
@@ -708,12 +679,7 @@ def rank_one(args, bar) -> dict:
                              for dt in dts], "s-", label=f"RK4 flow α={alpha:g}")
     axes[1].set(title="max deviation vs step size", xlabel="lr / dt")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    path = os.path.join(args.out, "rank_one.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "rank_one")
 
 
 # ----------------------------------------------------------------------------- issue 8: large init
@@ -800,12 +766,7 @@ def large_init(args, bar) -> dict:
     axes[2].set(title=f"init scale {max(scales):g} (mirrored): curves for all α vs c·t",
                 xlabel="c·t", ylabel="loss", yscale="log")
     axes[2].legend(fontsize=7)
-    fig.tight_layout()
-    path = os.path.join(args.out, "large_init.png")
-    atomic_savefig(fig, path, dpi=120)
-    plt.close(fig)
-    out["figure"] = path
-    return out
+    return _with_figure(out, fig, args, "large_init")
 
 
 COMMANDS = {"expressivity": expressivity, "equivalence": equivalence, "closed-form": closed_form,

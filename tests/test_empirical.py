@@ -49,8 +49,8 @@ def trainable_choices(depth):
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("depth", range(11))
 def test_structured_equals_jacrev_all_trainable_choices(depth, activation):
-    # Eager (jax.disable_jit) to skip ~0.3 s of XLA compilation per call: the traced code is
-    # the same; the jitted path is compared with neural-tangents below.
+    # On the CPU ntkcond runs eqs. (1)-(2) in NumPy (ntkcond._jax.on_cpu); the jitted jax
+    # route (accelerators) is checked against it below. Eager jacrev skips compilations.
     net = ntkcond.mlp(depth, M, activation)
     params = net.init(jax.random.PRNGKey(depth), D)
     x1, x2 = data(1), data(2, N2)
@@ -92,6 +92,27 @@ def test_structured_equals_neural_tangents(depth, activation, trainable):
         ref = nt.empirical_ntk_fn(f, trace_axes=(), vmap_axes=0, implementation=impl)(
             x1, x2, [params[i] for i in S])
         assert rel_err(K, ref) < RTOL, impl
+
+
+@pytest.mark.parametrize("depth,activation,trainable", NT_CASES)
+def test_accelerator_route_equals_cpu_route(depth, activation, trainable, monkeypatch):
+    # The same equations as jitted jax (what runs on GPUs/TPUs) and as NumPy (the CPU):
+    # one-shot, row blocks (padded last block) and per-layer terms. Both are float64 sums of
+    # the same products in different orders: a few eps, held to 1e-13.
+    net = ntkcond.mlp(depth, M, activation)
+    params = net.init(jax.random.PRNGKey(20 + depth), D)
+    x1, x2 = data(11, 7), data(12, N2)
+    calls = [lambda: ntkcond.empirical_ntk(net, params, x1, x2, trainable=trainable),
+             lambda: ntkcond.empirical_ntk(net, params, x1, trainable=trainable, block_size=3),
+             lambda: ntkcond.empirical_ntk_layers(net, params, x1, x2, block_size=4),
+             lambda: np.concatenate([h for pair in ntkcond.empirical_ntk_features(
+                 net, params, x1, trainable=trainable) for h in pair if h is not None], axis=1)]
+    cpu = [np.asarray(call()) for call in calls]
+    monkeypatch.setattr(ntkcond.empirical, "on_cpu", lambda *arrays: False)
+    jitted = [call() for call in calls]
+    assert all(isinstance(K, jax.Array) for K in jitted[:3])
+    for a, b in zip(cpu, jitted):
+        assert a.shape == b.shape and rel_err(b, a) < 1e-13
 
 
 def test_depth_zero_is_the_linear_kernel_exactly():

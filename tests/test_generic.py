@@ -7,9 +7,13 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
 from conftest import rel_err  # noqa: E402
 import ntkcond  # noqa: E402
 from ntkcond.empirical import _x64  # noqa: E402
+from ntkcond.generic import _parameter_groups  # noqa: E402
 
 # float64 agreement of two exact contractions (see tests/test_empirical.py for the margin).
 RTOL = 1e-10
@@ -36,6 +40,18 @@ def test_generic_equals_structured_on_mlp(method, budget):
     K = fn(params, x1)
     assert K.shape == (7, 7) and K.dtype == jnp.float64
     assert rel_err(K, ntkcond.empirical_ntk(net, params, x1)) < RTOL
+
+
+def test_accelerator_gram_equals_cpu_gram(monkeypatch):
+    # the "jacobian" method contracts in NumPy's BLAS on the CPU and in jax elsewhere
+    net, apply = two_output_model()
+    params = net.init(jax.random.PRNGKey(3), 5)
+    x1, x2 = data(4, 5), data(5, 3)
+    fn = ntkcond.empirical_ntk_fn(apply, full_outputs=True)
+    cpu = [np.asarray(fn(params, x1, x2)), np.asarray(fn(params, x1))]
+    monkeypatch.setattr(ntkcond.generic, "on_cpu", lambda *arrays: False)
+    for a, b in zip(cpu, [fn(params, x1, x2), fn(params, x1)]):
+        assert rel_err(b, a) < 1e-13  # the same products summed in another order
 
 
 ROW_BYTES = 2 * 72 * 8  # one example's Jacobian: O = 2 outputs x P = 5·6 + 6·6 + 6 x float64
@@ -75,11 +91,44 @@ def test_symmetric_chunked_fill_full_outputs():
     assert np.allclose(one, np.transpose(one, (1, 0, 3, 2)), rtol=0, atol=1e-14 * np.abs(one).max())
 
 
+@given(st.lists(st.lists(st.integers(1, 6), max_size=4), min_size=1, max_size=4), st.integers(1, 50))
+def test_parameter_groups_tile_every_leaf_once(shapes, cap):
+    # the "jacobian" method's Θ = Σ_g J_g J_gᵀ is right iff the groups' boxes cover each
+    # parameter exactly once; and each group must respect the cap (the memory budget)
+    shapes = [tuple(s) for s in shapes]
+    counts = [np.zeros(s, int) for s in shapes]
+    for group in _parameter_groups(shapes, cap):
+        assert sum(math.prod(sizes) for _, _, sizes in group) <= cap or len(group) == 1
+        for leaf, starts, sizes in group:
+            assert math.prod(sizes) <= cap
+            counts[leaf][tuple(slice(a, a + s) for a, s in zip(starts, sizes))] += 1
+    assert all((c == 1).all() for c in counts)
+
+
+@pytest.mark.nt
+def test_jacobian_groups_split_inside_conv_kernels():
+    # 320 bytes: one row per block and groups of ≤ 10 (diagonal) or 5 parameters, so the
+    # (2, 2, 1, 3) conv kernel and the (48, 2) dense weight are cut into boxes with fixed
+    # leading indices: the same kernel as the default budget's one block, one group
+    stax = pytest.importorskip("neural_tangents.stax")
+    init_fn, apply_fn, _ = stax.serial(stax.Conv(3, (2, 2), padding="SAME"), stax.Relu(),
+                                       stax.Flatten(), stax.Dense(2))
+    x1 = jax.random.normal(jax.random.PRNGKey(9), (5, 4, 4, 1), jnp.float64)
+    x2 = jax.random.normal(jax.random.PRNGKey(10), (3, 4, 4, 1), jnp.float64)
+    params = init_fn(jax.random.PRNGKey(1), x1.shape)[1]
+    one = ntkcond.empirical_ntk_fn(apply_fn, full_outputs=True)
+    small = ntkcond.empirical_ntk_fn(apply_fn, full_outputs=True, memory_budget=2 * 2 * 2 * 5 * 8)
+    for args in ((x1,), (x1, x2)):
+        assert rel_err(small(params, *args), one(params, *args)) < RTOL
+
+
 def test_generic_bad_inputs():
     net = ntkcond.mlp(1, 4)
     params = net.init(jax.random.PRNGKey(0), 5)
     with pytest.raises(ValueError, match=r"one example's Jacobian \(1 outputs x 24 parameters x 8 bytes"):
-        ntkcond.empirical_ntk_fn(net.apply, memory_budget=100)(params, data(1, 3))
+        ntkcond.empirical_ntk_fn(net.apply, method="ntk_vp", memory_budget=100)(params, data(1, 3))
+    with pytest.raises(ValueError, match=r"one parameter's Jacobian column \(1 outputs x 8 bytes\)"):
+        ntkcond.empirical_ntk_fn(net.apply, memory_budget=10)(params, data(1, 3))
     with pytest.raises(ValueError, match=r"same example shape, got \(3, 5\) and \(2, 4\)"):
         ntkcond.empirical_ntk_fn(net.apply)(params, data(1, 3), data(2, 2, 4))
     with pytest.raises(ValueError, match="method"):
