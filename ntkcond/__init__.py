@@ -6,12 +6,27 @@ bias-free fully-connected nets, exact finite-width (empirical) NTKs (``empirical
 bias-free (leaky-)ReLU nets as linear nets and their closed-form learning curves
 (Zhang, Saxe & Latham, arXiv 2406.12615: ``biasfree``, ``saxe``; orthogonal and XOR data as
 independent linear nets, ``independent``; the conserved rank-one structure, ``conservation``;
-collapse of the leaky-slope curves at large init and learning rate, ``collapse``).
+collapse of the leaky-slope curves at large init and learning rate, ``collapse``; the
+experiments of ``scripts/biasfree_dynamics.py`` as functions, ``biasfree_experiments`` and
+``independent_experiments``, drawn by ``biasfree_figures.plot``).
 Analytic kernels are float64; empirical kernels compute in the dtype of their weights and
 inputs (float64 inside a scoped x64 context). ``import ntkcond`` never imports tensorflow,
 neural_tangents or tensorflow_datasets.
 """
-from . import angles, biasfree, claims, collapse, conservation, datasets, independent, saxe, training
+from . import (
+    angles,
+    biasfree,
+    biasfree_experiments,
+    biasfree_figures,
+    claims,
+    collapse,
+    conservation,
+    datasets,
+    independent,
+    independent_experiments,
+    saxe,
+    training,
+)
 from .biasfree import (
     Equivalence,
     aligned_init,
@@ -33,6 +48,7 @@ from .biasfree import (
     two_layer_floor,
     whiten,
 )
+from .biasfree_experiments import ExperimentResult
 from .collapse import Collapse, slope_collapse
 from .conservation import (
     RankOneTrace,
@@ -112,6 +128,8 @@ __all__ = [
     "angles",
     "balance_deviation",
     "biasfree",
+    "biasfree_experiments",
+    "biasfree_figures",
     "blockwise_ntk",
     "claims",
     "Collapse",
@@ -132,12 +150,14 @@ __all__ = [
     "empirical_ntk_layers",
     "Equivalence",
     "exact_conditioning",
+    "ExperimentResult",
     "feature_alignment",
     "first_layer_ntk",
     "from_stax",
     "gaussian_init",
     "gradient_angles",
     "independent",
+    "independent_experiments",
     "IndependentNets",
     "infinite_nngp",
     "infinite_ntk",

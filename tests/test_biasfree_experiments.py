@@ -1,0 +1,95 @@
+"""The bias-free experiments as library functions (``biasfree_experiments``,
+``independent_experiments``, ``biasfree_figures``). The script's subcommands, which call them,
+are smoke-tested in test_biasfree.py and test_independent.py."""
+import dataclasses
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import ntkcond  # noqa: E402
+from ntkcond import biasfree_experiments as bx  # noqa: E402
+from ntkcond import independent_experiments as ix  # noqa: E402
+from ntkcond.biasfree_figures import plot  # noqa: E402
+
+
+def test_closed_form_result_is_deterministic_frozen_and_reports_progress():
+    seen = []
+
+    def progress(items):
+        items = list(items)
+        seen.extend(items)
+        return items
+
+    r = bx.closed_form(lrs=[0.05, 0.025], fast=True, progress=progress)
+    assert isinstance(r, ntkcond.ExperimentResult) and r.name == "closed_form"
+    assert seen == [0.0, 0.5, 1.0]  # the fast slopes α, each handed to the progress bar
+    # GD vs the exact discrete map u ← u(1 + ηc(s − u))²: the same recursion in another order,
+    # ≤ 240 steps of round-off on u ≤ s = 3 (measured ≤ 1.2e-15 of s).
+    err = {(e["alpha"], e["lr"]): e for e in r.summary["results"]}
+    assert len(err) == 6 and max(e["max_rel_err_vs_discrete_map"] for e in err.values()) < 1e-11
+    # GD vs the smooth closed form: an O(η) gap (0.03–0.11 of s here), so halving η halves it
+    # (measured ratios 1.997–2.000; [1.8, 2.2] leaves room for the O(η²) term).
+    for alpha in (0.0, 0.5, 1.0):
+        ratio = (err[(alpha, 0.05)]["max_rel_err_vs_closed_form"]
+                 / err[(alpha, 0.025)]["max_rel_err_vs_closed_form"])
+        assert 1.8 < ratio < 2.2, (alpha, ratio)
+    # Deterministic given the seed: equality compares name and summary (curves are arrays).
+    assert bx.closed_form(lrs=[0.05, 0.025], fast=True) == r
+    assert bx.closed_form(lrs=[0.05, 0.025], fast=True, seed=1) != r
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.name = "other"
+    fig = plot(r)
+    assert len(fig.axes) == 3
+    plt.close(fig)
+
+
+def test_symmetric_ntk_splits_into_odd_and_even_blocks():
+    r = bx.symmetric_ntk(fast=True)
+    n = r.summary["n"]
+    assert n == 40
+    rows = {(e["depth"], e["activation"]): e for e in r.summary["results"]}
+    for depth in (1, 2, 3):
+        linear, relu = rows[(depth, "linear")], rows[(depth, "relu")]
+        # x and −x give opposite linear gradients: rank n/2, the even block A + B is exactly 0.
+        assert linear["rank"] == n // 2 and linear["even_block_rank"] == 0
+        assert linear["first_layer_pair_abs_cos_max"] == pytest.approx(1.0, abs=1e-12)
+        # ReLU: σ'(u)σ'(−u) = 0, the first-layer gradients of x and −x are orthogonal.
+        assert relu["rank"] == n and relu["even_block_rank"] == n // 2
+        assert relu["first_layer_pair_abs_cos_max"] == 0.0
+    # Leaky α at depth 1: E[σ'(u)σ'(−u)] / E[σ'(u)²] = α / ((1 + α²)/2) = 0.8 for α = 0.5.
+    assert rows[(1, "leaky:0.5")]["first_layer_pair_abs_cos_max"] == pytest.approx(0.8, rel=1e-12)
+    # Width 512: exactly −α-scaled pairs, 0 for ReLU and −1 for the linear net.
+    finite = r.summary["finite_width_first_layer_pair_cos"]
+    assert finite["relu"] == {"min": 0.0, "max": 0.0}
+    assert finite["linear"]["min"] == pytest.approx(-1.0, abs=1e-12)
+    fig = plot(r)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
+    (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
+    (lambda: bx.equivalence(dataset="mnist"), r"equivalence: expected dataset 'gaussian' or 'digits'"),
+    (lambda: bx.closed_form(lrs=[]), r"closed_form: expected positive numbers for lrs"),
+    (lambda: bx.symmetry_breaking(dys=[0.1, -0.1]), r"symmetry_breaking: expected positive numbers for dys"),
+    (lambda: bx.symmetry_breaking(perturbation="odd"), r"symmetry_breaking: expected perturbation"),
+    (lambda: bx.deep(layers=1), r"deep: expected layers >= 2"),
+    (lambda: ix.orthogonal(sizes=[0]), r"orthogonal: expected data sizes in 1..64"),
+    (lambda: ix.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),
+    (lambda: ix.orthogonal(data="mnist"), r"orthogonal: expected data 'basis' or 'digits'"),
+    (lambda: ix.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
+    (lambda: plot(ntkcond.ExperimentResult("nope", {}, {})), r"plot: expected one of"),
+])
+def test_bad_input_names_the_function(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_plot_rejects_what_is_not_a_result():
+    with pytest.raises(TypeError, match="plot: expected an ExperimentResult, got dict"):
+        plot({"name": "xor"})
