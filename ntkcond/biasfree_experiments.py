@@ -385,21 +385,22 @@ def deep(*, layers: int = 4, fast: bool = False, seed: int = 0,
     steps = 6000
     out = {"layers": L, "width": h, "init_scale": 0.03, "lr": 0.05, "steps": steps,
            "teacher": "rank one, s = 2", "nets": {}}
-    runs = {}
+    curves = {}
     for name, alpha in bar([("relu", 0.0), ("linear", 1.0)]):
         r = train_network(x, y, W, activation=alpha, lr=0.05, steps=steps,
                           snapshot_every=steps // 60)
-        runs[name] = r
+        # Stable rank of every layer at every snapshot, once: the figure draws it, the
+        # summary keeps its first and last values.
+        ranks = [[_stable_rank(s) for s in snaps] for snaps in r.snapshots]
+        curves[name] = (r.time[r.snapshot_steps], ranks)
         out["nets"][name] = {
             "final_loss": float(r.loss[-1]),
-            "stable_rank_init": [_stable_rank(s[0]) for s in r.snapshots],
-            "stable_rank_final": [_stable_rank(s[-1]) for s in r.snapshots],
+            "stable_rank_init": [per_layer[0] for per_layer in ranks],
+            "stable_rank_final": [per_layer[-1] for per_layer in ranks],
             "effective_rank_final": [effective_rank(s[-1]) for s in r.snapshots],
             "positive_mass_fraction_final": [positive_mass_fraction(s[-1]) for s in r.snapshots],
         }
-    return ExperimentResult("deep", out, {
-        name: (r.time[r.snapshot_steps], [[_stable_rank(s) for s in snaps] for snaps in r.snapshots])
-        for name, r in runs.items()})
+    return ExperimentResult("deep", out, curves)
 
 
 # ----------------------------------------------------------------------------- item 6
