@@ -18,6 +18,7 @@ demo: $(BIN)/python
 
 test: $(BIN)/python
 	$(PIP) -c constraints.txt -e '.[dev]'
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 # The core (everything but the nt and tfds extras) on the newest jax release: tests that

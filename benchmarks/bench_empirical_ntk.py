@@ -115,9 +115,9 @@ def run_child(spec: dict) -> dict:
     """Time one (configuration, method) in this process; returns the result row."""
     import numpy as np
 
-    from ntkcond.empirical import _x64
+    from ntkcond._core.x64 import x64
 
-    with _x64(spec["dtype"] == "float64"):
+    with x64(spec["dtype"] == "float64"):
         import jax
         import jax.numpy as jnp
 
@@ -270,7 +270,7 @@ def _header(args, argv) -> dict:
 
 
 def _write_atomic(path: str, text: str) -> None:
-    from ntkcond._io import atomic_write
+    from ntkcond._core.io import atomic_write
 
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     atomic_write(path, text)

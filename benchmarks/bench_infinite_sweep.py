@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 from ntkcond import conditioning
-from ntkcond.experiment import measure_infinite_batch
-from ntkcond.infinite import _geometry, _sweep
+from ntkcond.runs.depth import measure_infinite_batch
+from ntkcond.infinite.kernels import pair_geometry, sweep_geometry
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10_test.npz")
@@ -53,8 +53,8 @@ def main(argv=None) -> int:
         measure_infinite_batch(x, np.arange(args.n), depths=depths, activations=acts)
         total.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        geometry = _geometry(x, None, "bench")
-        items = [it for a in acts for it in _sweep(geometry, depths, a, "all")]
+        geometry = pair_geometry(x, None, "bench")
+        items = [it for a in acts for it in sweep_geometry(geometry, depths, a, "all")]
         kernels.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
     conditioning(items[-1].ntk)
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines)
     print(text)
     if args.out:
-        from ntkcond._io import atomic_write
+        from ntkcond._core.io import atomic_write
 
         atomic_write(args.out, text + "\n")
     return 0

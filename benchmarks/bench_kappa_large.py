@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-from ntkcond._io import atomic_write
+from ntkcond._core.io import atomic_write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,7 +25,7 @@ CHILD = """
 import json, resource, sys, time, warnings
 sys.path.insert(0, {here!r})
 from bench_min_angle import data
-from ntkcond.largescale import exact_conditioning, matrix_free_conditioning
+from ntkcond.scale.conditioning import exact_conditioning, matrix_free_conditioning
 x, source = data({n})
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = time.perf_counter()

@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from ntkcond import datasets, gradient_angles
-from ntkcond._io import atomic_write
-from ntkcond.streaming import streaming_smallest_angles
+from ntkcond._core.io import atomic_write
+from ntkcond.scale.streaming import streaming_smallest_angles
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MNIST = os.path.join(HERE, "..", "..", "shared", "data", "mnist_test.npz")
@@ -47,7 +47,7 @@ def load_avg() -> str:
 SCALING_CHILD = """
 import json, sys, time
 import jax
-from ntkcond.streaming import streaming_smallest_angles
+from ntkcond.scale.streaming import streaming_smallest_angles
 sys.path.insert(0, {here!r})
 from bench_min_angle import data
 x, _ = data({n})

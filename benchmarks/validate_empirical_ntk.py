@@ -58,7 +58,7 @@ def kernels(net, params, x) -> dict:
     import jax.numpy as jnp
 
     import ntkcond
-    from ntkcond import empirical
+    from ntkcond.finite import empirical
 
     jac = jax.jacrev(net.apply)(params, x)
     flat = [np.asarray(j).reshape(x.shape[0], -1) for j in jac]
@@ -165,8 +165,8 @@ def main(argv=None) -> int:
         args.n, args.width, args.depths, args.widths, args.seeds = 16, 16, [1, 3], [16, 64, 256], 3
     from tqdm.auto import tqdm
 
-    from ntkcond._io import atomic_write
-    from ntkcond._jax import x64
+    from ntkcond._core.io import atomic_write
+    from ntkcond._core.x64 import x64
 
     progress = tqdm(total=None, desc="validate_empirical_ntk", leave=False)
 

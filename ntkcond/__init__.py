@@ -1,220 +1,155 @@
 """ntkcond: conditioning of neural tangent kernels.
 
-Effective condition numbers and gradient angles of NTKs, analytic infinite-width kernels of
-bias-free fully-connected nets, exact finite-width (empirical) NTKs (``empirical``, ``generic``,
-``models``), and the closed-form angle maps of Liu & Hui (arXiv 2305.08813);
-bias-free (leaky-)ReLU nets as linear nets and their closed-form learning curves
-(Zhang, Saxe & Latham, arXiv 2406.12615: ``biasfree``, ``saxe``; orthogonal and XOR data as
-independent linear nets, ``independent``; the conserved rank-one structure, ``conservation``;
-collapse of the leaky-slope curves at large init and learning rate, ``collapse``; the
-experiments of ``scripts/biasfree_dynamics.py`` as functions, ``biasfree_experiments`` and
-``independent_experiments``, drawn by ``biasfree_figures.plot``).
-Analytic kernels are float64; empirical kernels compute in the dtype of their weights and
-inputs (float64 inside a scoped x64 context). ``import ntkcond`` never imports tensorflow,
-neural_tangents or tensorflow_datasets.
+Effective condition numbers and gradient angles read off a kernel (``spectrum``), analytic
+infinite-width kernels of bias-free fully-connected nets and the closed-form angle maps of
+Liu & Hui, arXiv 2305.08813 (``infinite``), exact finite-width (empirical) NTKs (``finite``),
+whole-data-set angles and κ (``scale``), and the papers' data sets (``datasets``).
+
+The layers, lowest first: ``_core`` (private validators, scoped float64, atomic I/O),
+``spectrum`` and ``activations``; ``infinite``, ``finite`` and ``datasets``; ``scale``;
+``runs`` (run directories and the scripts' sweeps); ``papers`` (``papers.liu_hui``,
+``papers.zhang_saxe_latham``). ``import ntkcond`` loads neither ``runs`` nor ``papers`` (import
+them when needed) and never imports tensorflow, neural_tangents or tensorflow_datasets.
+Analytic kernels are float64; empirical kernels compute in the dtype of their inputs.
 """
-from . import (
-    angles,
-    biasfree,
-    biasfree_experiments,
-    biasfree_figures,
-    claims,
-    collapse,
-    conservation,
-    datasets,
-    independent,
-    independent_experiments,
-    saxe,
-    training,
+from . import datasets as datasets
+from .activations import (
+    Activation as Activation,
+    norm_preserving_scale as norm_preserving_scale,
+    parse_activation as parse_activation,
 )
-from .biasfree import (
-    Equivalence,
-    aligned_init,
-    effective_rank,
-    first_layer_ntk,
-    gaussian_init,
-    is_mirrored,
-    is_symmetric,
-    linear_equivalence,
-    mirrored_init,
-    mode_strength,
-    network_apply,
-    odd_even_losses,
-    odd_even_parts,
-    odd_linear_map,
-    positive_mass_fraction,
-    rank_one_init,
-    symmetrize,
-    two_layer_floor,
-    whiten,
+from .finite import (
+    MLP as MLP,
+    MonteCarloNTK as MonteCarloNTK,
+    StaxNet as StaxNet,
+    empirical_ntk as empirical_ntk,
+    empirical_ntk_features as empirical_ntk_features,
+    empirical_ntk_fn as empirical_ntk_fn,
+    empirical_ntk_layers as empirical_ntk_layers,
+    from_stax as from_stax,
+    mlp as mlp,
+    monte_carlo_ntk as monte_carlo_ntk,
 )
-from .biasfree_experiments import ExperimentResult
-from .collapse import Collapse, slope_collapse
-from .conservation import (
-    RankOneTrace,
-    balance_deviation,
-    rank_one_breaking,
-    rank_one_deviation,
-    rank_one_direction,
-    track_rank_one,
-)
-from .independent import (
-    IndependentNets,
-    feature_alignment,
-    max_abs_cosine,
-    orthogonal_init,
-    orthogonal_nets,
-    orthogonalize,
-    pair_init,
-    pair_nets,
-    xor_data,
-)
-from .saxe import (
-    discrete_regime,
-    saxe_discrete_mode_strength,
-    saxe_learning_time,
-    saxe_loss,
-    saxe_mode_strength,
-    time_rescaling,
-)
-from .training import TrainResult, train_network, train_two_layer
-from .empirical import (
-    MonteCarloNTK,
-    empirical_ntk,
-    empirical_ntk_features,
-    empirical_ntk_layers,
-    monte_carlo_ntk,
-)
-from .generic import StaxNet, empirical_ntk_fn, from_stax
-from .models import MLP, mlp
-from .activations import Activation, norm_preserving_scale, parse_activation
 from .infinite import (
-    DepthKernel,
-    depth_sweep,
-    gradient_angles,
-    infinite_nngp,
-    infinite_ntk,
-    infinite_ntk_layers,
-    input_angles,
-    smallest_gradient_angle,
+    DepthKernel as DepthKernel,
+    angles as angles,
+    depth_sweep as depth_sweep,
+    gradient_angles as gradient_angles,
+    infinite_nngp as infinite_nngp,
+    infinite_ntk as infinite_ntk,
+    infinite_ntk_layers as infinite_ntk_layers,
+    input_angles as input_angles,
+    smallest_gradient_angle as smallest_gradient_angle,
 )
-from .largescale import (
-    InsufficientMemoryError,
-    MatrixFreeConditioning,
-    blockwise_ntk,
-    exact_conditioning,
-    matrix_free_conditioning,
+from .scale import (
+    InsufficientMemoryError as InsufficientMemoryError,
+    MatrixFreeConditioning as MatrixFreeConditioning,
+    SmallestAngle as SmallestAngle,
+    StreamingAngles as StreamingAngles,
+    blockwise_ntk as blockwise_ntk,
+    device_mesh as device_mesh,
+    exact_conditioning as exact_conditioning,
+    matrix_free_conditioning as matrix_free_conditioning,
+    streaming_smallest_angles as streaming_smallest_angles,
+    streaming_smallest_kernel_angle as streaming_smallest_kernel_angle,
 )
-from .sharding import device_mesh
 from .spectrum import (
-    Conditioning,
-    conditioning,
-    effective_condition_number,
-    pairwise_angles,
-    smallest_pairwise_angle,
-)
-from .streaming import (
-    SmallestAngle,
-    StreamingAngles,
-    streaming_smallest_angles,
-    streaming_smallest_kernel_angle,
+    Conditioning as Conditioning,
+    conditioning as conditioning,
+    effective_condition_number as effective_condition_number,
+    pairwise_angles as pairwise_angles,
+    smallest_pairwise_angle as smallest_pairwise_angle,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Activation",
-    "aligned_init",
-    "angles",
-    "balance_deviation",
-    "biasfree",
-    "biasfree_experiments",
-    "biasfree_figures",
-    "blockwise_ntk",
-    "claims",
-    "Collapse",
-    "collapse",
+    # spectrum: κ and angles read off a kernel
     "Conditioning",
     "conditioning",
-    "conservation",
-    "datasets",
-    "depth_sweep",
-    "DepthKernel",
-    "device_mesh",
-    "discrete_regime",
     "effective_condition_number",
-    "effective_rank",
-    "empirical_ntk",
-    "empirical_ntk_features",
-    "empirical_ntk_fn",
-    "empirical_ntk_layers",
-    "Equivalence",
-    "exact_conditioning",
-    "ExperimentResult",
-    "feature_alignment",
-    "first_layer_ntk",
-    "from_stax",
-    "gaussian_init",
+    "pairwise_angles",
+    "smallest_pairwise_angle",
+    # activations
+    "Activation",
+    "norm_preserving_scale",
+    "parse_activation",
+    # infinite width
+    "angles",
+    "DepthKernel",
+    "depth_sweep",
     "gradient_angles",
-    "independent",
-    "independent_experiments",
-    "IndependentNets",
     "infinite_nngp",
     "infinite_ntk",
     "infinite_ntk_layers",
     "input_angles",
-    "InsufficientMemoryError",
-    "is_mirrored",
-    "is_symmetric",
-    "linear_equivalence",
-    "matrix_free_conditioning",
-    "MatrixFreeConditioning",
-    "max_abs_cosine",
-    "mirrored_init",
+    "smallest_gradient_angle",
+    # finite width
     "MLP",
     "mlp",
-    "mode_strength",
-    "monte_carlo_ntk",
+    "empirical_ntk",
+    "empirical_ntk_features",
+    "empirical_ntk_layers",
     "MonteCarloNTK",
-    "network_apply",
-    "norm_preserving_scale",
-    "odd_even_losses",
-    "odd_even_parts",
-    "odd_linear_map",
-    "orthogonal_init",
-    "orthogonal_nets",
-    "orthogonalize",
-    "pair_init",
-    "pair_nets",
-    "pairwise_angles",
-    "parse_activation",
-    "positive_mass_fraction",
-    "rank_one_breaking",
-    "rank_one_deviation",
-    "rank_one_direction",
-    "rank_one_init",
-    "RankOneTrace",
-    "saxe",
-    "saxe_discrete_mode_strength",
-    "saxe_learning_time",
-    "saxe_loss",
-    "saxe_mode_strength",
-    "slope_collapse",
-    "smallest_gradient_angle",
-    "smallest_pairwise_angle",
-    "SmallestAngle",
+    "monte_carlo_ntk",
+    "empirical_ntk_fn",
     "StaxNet",
+    "from_stax",
+    # whole data sets
+    "blockwise_ntk",
+    "exact_conditioning",
+    "matrix_free_conditioning",
+    "MatrixFreeConditioning",
+    "InsufficientMemoryError",
     "streaming_smallest_angles",
     "streaming_smallest_kernel_angle",
     "StreamingAngles",
-    "symmetrize",
-    "time_rescaling",
-    "track_rank_one",
-    "train_network",
-    "train_two_layer",
-    "training",
-    "TrainResult",
-    "two_layer_floor",
-    "whiten",
-    "xor_data",
+    "SmallestAngle",
+    "device_mesh",
+    # data
+    "datasets",
 ]
+
+# Names that lived in the flat package before 0.2 and now live in ``runs`` or ``papers``: they
+# still resolve (loading their subpackage on first use), with a DeprecationWarning naming the
+# new place. ``import ntkcond`` itself loads none of them.
+_ZSL = "ntkcond.papers.zhang_saxe_latham"
+_MOVED_MODULES = {
+    "biasfree": f"{_ZSL}.biasfree",
+    "saxe": f"{_ZSL}.saxe",
+    "training": f"{_ZSL}.training",
+    "independent": f"{_ZSL}.independent",
+    "conservation": f"{_ZSL}.conservation",
+    "collapse": f"{_ZSL}.collapse",
+    "biasfree_experiments": f"{_ZSL}.experiments",
+    "independent_experiments": f"{_ZSL}.independent_experiments",
+    "biasfree_figures": f"{_ZSL}.figures",
+    "claims": "ntkcond.papers.liu_hui",
+}
+_MOVED_NAMES = (
+    "Equivalence aligned_init effective_rank first_layer_ntk gaussian_init is_mirrored "
+    "is_symmetric linear_equivalence mirrored_init mode_strength network_apply odd_even_losses "
+    "odd_even_parts odd_linear_map positive_mass_fraction rank_one_init symmetrize "
+    "two_layer_floor whiten Collapse slope_collapse RankOneTrace balance_deviation "
+    "rank_one_breaking rank_one_deviation rank_one_direction track_rank_one ExperimentResult "
+    "IndependentNets feature_alignment max_abs_cosine orthogonal_init orthogonal_nets "
+    "orthogonalize pair_init pair_nets xor_data discrete_regime saxe_discrete_mode_strength "
+    "saxe_learning_time saxe_loss saxe_mode_strength time_rescaling TrainResult train_network "
+    "train_two_layer"
+).split()
+
+
+def __getattr__(name):
+    import importlib
+    import warnings
+
+    if name in _MOVED_MODULES:
+        target, attr = _MOVED_MODULES[name], None
+    elif name in _MOVED_NAMES:
+        target, attr = _ZSL, name
+    else:
+        raise AttributeError(f"module 'ntkcond' has no attribute {name!r}")
+    new = target if attr is None else f"{target}.{attr}"
+    warnings.warn(f"ntkcond.{name} moved to {new}", DeprecationWarning, stacklevel=2)
+    module = importlib.import_module(target)
+    return module if attr is None else getattr(module, attr)

@@ -145,10 +145,10 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     atol = 0.0 if atol is None else float(atol)
 
     eigenvalues = np.linalg.eigvalsh(0.5 * (K64 + K64.T))
-    return _summarize(eigenvalues, kdtype, rtol, atol, where)
+    return conditioning_from_eigenvalues(eigenvalues, kdtype, rtol, atol, where)
 
 
-def _summarize(eigenvalues: np.ndarray, kdtype, rtol: float, atol: float, where: str) -> Conditioning:
+def conditioning_from_eigenvalues(eigenvalues: np.ndarray, kdtype, rtol: float, atol: float, where: str) -> Conditioning:
     """``Conditioning`` from the ascending float64 eigenvalues of a kernel computed in ``kdtype``."""
     n = eigenvalues.shape[0]
     eps = _eps(kdtype)
@@ -243,10 +243,10 @@ def smallest_pairwise_angle(K) -> tuple[float, int, int]:
     if n < 2:
         raise ValueError(f"smallest_pairwise_angle: expected n >= 2 rows to form a pair, got n = {n}")
     angles = _kernel_angles(K64, "smallest_pairwise_angle")
-    return _argmin_upper(angles)
+    return argmin_upper(angles)
 
 
-def _argmin_upper(angles: np.ndarray) -> tuple[float, int, int]:
+def argmin_upper(angles: np.ndarray) -> tuple[float, int, int]:
     """Smallest entry strictly above the diagonal of a square matrix: (value, i, j), i < j."""
     n = angles.shape[0]
     masked = np.where(np.tri(n, dtype=bool), np.inf, angles)  # hide the diagonal and below

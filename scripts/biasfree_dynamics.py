@@ -26,11 +26,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from ntkcond import biasfree_experiments as bx  # noqa: E402
-from ntkcond import independent_experiments as ix  # noqa: E402
-from ntkcond.biasfree_figures import plot  # noqa: E402
-from ntkcond._io import atomic_savefig, atomic_write  # noqa: E402
-from ntkcond._cli import run_main  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
+from ntkcond._core.io import atomic_savefig, atomic_write  # noqa: E402
+from ntkcond.runs.cli import run_main  # noqa: E402
 
 PROG = "biasfree_dynamics"
 

@@ -17,7 +17,7 @@ import sys
 
 from tqdm.auto import tqdm
 
-from ntkcond.claims import plot_gradient_angle_map, run_claims, write_report
+from ntkcond.papers.liu_hui.report import plot_gradient_angle_map, run_claims, write_report
 
 PROG = "check_claims"
 

@@ -28,10 +28,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ntkcond import parse_activation
-from ntkcond._io import append_jsonl, atomic_savefig, atomic_write
-from ntkcond.largescale import exact_conditioning
-from ntkcond.streaming import streaming_smallest_angles
-from ntkcond._cli import add_data_arguments, load_data, run_main
+from ntkcond._core.io import append_jsonl, atomic_savefig, atomic_write
+from ntkcond.scale.conditioning import exact_conditioning
+from ntkcond.scale.streaming import streaming_smallest_angles
+from ntkcond.runs.cli import add_data_arguments, load_data, run_main
 
 PROG = "cond_vs_batch"
 

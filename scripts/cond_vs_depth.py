@@ -26,11 +26,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ntkcond import datasets, parse_activation
-from ntkcond._io import atomic_write
-from ntkcond.experiment import (format_table, measure_finite_batch, measure_infinite_batch,
+from ntkcond._core.io import atomic_write
+from ntkcond.runs.depth import (format_table, measure_finite_batch, measure_infinite_batch,
                                 plot_cond_vs_depth, summarize)
-from ntkcond.rundir import open_run
-from ntkcond._cli import add_data_arguments, load_data, parse_depths, run_main
+from ntkcond.runs.rundir import open_run
+from ntkcond.runs.cli import add_data_arguments, load_data, parse_depths, run_main
 
 PROG = "cond_vs_depth"
 

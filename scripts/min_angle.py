@@ -22,9 +22,9 @@ import os
 import sys
 
 from ntkcond import parse_activation
-from ntkcond._io import atomic_write
-from ntkcond.streaming import streaming_smallest_angles
-from ntkcond._cli import add_data_arguments, load_data, parse_depths, run_main
+from ntkcond._core.io import atomic_write
+from ntkcond.scale.streaming import streaming_smallest_angles
+from ntkcond.runs.cli import add_data_arguments, load_data, parse_depths, run_main
 
 PROG = "min_angle"
 

@@ -59,7 +59,7 @@ def rel_err(a, b):
 @pytest.fixture
 def x64():
     """Scoped jax float64 for the test (restored afterwards)."""
-    from ntkcond.empirical import _x64
+    from ntkcond._core.x64 import x64
 
-    with _x64():
+    with x64():
         yield

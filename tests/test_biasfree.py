@@ -10,8 +10,10 @@ import pytest
 
 from conftest import load_script  # noqa: E402
 import ntkcond
-from ntkcond import biasfree as bf
-from ntkcond import saxe
+from ntkcond._core.x64 import x64
+from ntkcond.papers.zhang_saxe_latham import biasfree as bf
+from ntkcond.papers.zhang_saxe_latham import training as zsl_training
+from ntkcond.papers.zhang_saxe_latham import saxe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPS = np.finfo(np.float64).eps
@@ -48,7 +50,7 @@ def test_odd_part_is_linear_after_training_and_not_for_a_deep_net():
     x = rng.standard_normal((40, 3))
     y = np.sin(3 * x[:, :1]) + x[:, 1:2] ** 2  # no symmetry at all
     W = bf.gaussian_init([3, 8, 1], scale=0.5, seed=3)
-    r = bf.train_two_layer(x, y, *W, activation=0.1, lr=0.05, steps=200)
+    r = zsl_training.train_two_layer(x, y, *W, activation=0.1, lr=0.05, steps=200)
     assert r.loss[-1] < 0.9 * r.loss[0]  # it did train
     odd, _ = bf.odd_even_parts(lambda z: bf.network_apply(r.weights, z, 0.1), x)
     dev = np.max(np.abs(odd - x @ bf.odd_linear_map(*r.weights, 0.1).T)) / np.max(np.abs(odd))
@@ -72,7 +74,7 @@ def test_two_layer_floor_for_product_target():
         assert 0.5 * np.mean((f - y) ** 2) >= floor * (1 - 1e-12)
     W = bf.gaussian_init([3, 16, 1], scale=1.0, seed=6)
     W = [W[0] * np.sqrt(2 / 3), W[1] / 4]
-    r = bf.train_network(x, y, W, activation=0.0, lr=0.1, steps=1500)
+    r = zsl_training.train_network(x, y, W, activation=0.0, lr=0.1, steps=1500)
     # Trained: never below the floor (up to rounding), and close to it (within 2%: the
     # odd part converges to the least-squares map, the even part to 0).
     assert floor * (1 - 1e-12) <= r.loss[-1] <= 1.02 * floor
@@ -144,7 +146,7 @@ def test_closed_form_time_course():
         assert bf.mode_strength(W1, W2, u_dir, v, alpha) == pytest.approx(u0, rel=1e-14)
         for lr in (0.008, 0.004):
             steps = int(round(5.0 / lr))
-            r = bf.train_two_layer(x, y, W1, W2, activation=alpha, lr=lr, steps=steps,
+            r = zsl_training.train_two_layer(x, y, W1, W2, activation=alpha, lr=lr, steps=steps,
                                    snapshot_every=1)
             u = np.array([bf.mode_strength(a, b, u_dir, v, alpha) for a, b in zip(*r.snapshots)])
             # GD is exactly the scalar map eq. (3): rounding only (~1e-15 observed).
@@ -169,7 +171,7 @@ def test_effective_rank_positive_mass_and_odd_even_losses():
     x, y, _ = _problem(n_half=10, d=3)
     y = y + 0.3  # even part 0.3
     W = bf.gaussian_init([3, 4, 1], scale=0.5, seed=0)
-    r = bf.train_network(x, y, W, activation=0.0, lr=0.05, steps=10, snapshot_every=5)
+    r = zsl_training.train_network(x, y, W, activation=0.0, lr=0.05, steps=10, snapshot_every=5)
     lo, le = bf.odd_even_losses(r, x, y)
     # L = L_odd + L_even exactly on a symmetric set (rounding ~1e-16).
     np.testing.assert_allclose(lo + le, r.loss[r.snapshot_steps], rtol=1e-12)
@@ -194,29 +196,29 @@ def test_rejects_bad_configurations():
     x, y, _ = _problem(n_half=4, d=3)
     W1, W2 = bf.mirrored_init(3, 2, scale=0.1)
     with pytest.raises(ValueError, match="slope in \\[0, 1\\]"):
-        bf.train_two_layer(x, y, W1, W2, activation=-0.1, lr=0.1, steps=1)
+        zsl_training.train_two_layer(x, y, W1, W2, activation=-0.1, lr=0.1, steps=1)
     with pytest.raises(ValueError, match="slope in \\[0, 1\\]"):
         saxe.time_rescaling(1.5)
     with pytest.raises(ValueError, match="train_network: expected a non-empty x"):
-        bf.train_two_layer(np.zeros((0, 3)), np.zeros(0), W1, W2, lr=0.1, steps=1)
+        zsl_training.train_two_layer(np.zeros((0, 3)), np.zeros(0), W1, W2, lr=0.1, steps=1)
     with pytest.raises(ValueError, match="same number of rows"):
-        bf.train_two_layer(x, y[:-1], W1, W2, lr=0.1, steps=1)
+        zsl_training.train_two_layer(x, y[:-1], W1, W2, lr=0.1, steps=1)
     with pytest.raises(ValueError, match="expected W1 with 2 columns.*got shape \\(4, 3\\)"):
-        bf.train_two_layer(x[:, :2], y, W1, W2, lr=0.1, steps=1)
+        zsl_training.train_two_layer(x[:, :2], y, W1, W2, lr=0.1, steps=1)
     with pytest.raises(ValueError, match="does not follow"):
-        bf.train_network(x, y, [W1, W2[:, :2]], lr=0.1, steps=1)
+        zsl_training.train_network(x, y, [W1, W2[:, :2]], lr=0.1, steps=1)
     with pytest.raises(ValueError, match="lr > 0"):
-        bf.train_two_layer(x, y, W1, W2, lr=-1.0, steps=1)
+        zsl_training.train_two_layer(x, y, W1, W2, lr=-1.0, steps=1)
     with pytest.raises(ValueError, match="steps as an integer"):
-        bf.train_two_layer(x, y, W1, W2, lr=0.1, steps=0)
+        zsl_training.train_two_layer(x, y, W1, W2, lr=0.1, steps=0)
     with pytest.raises(ValueError, match="snapshot_every to divide"):
-        bf.train_two_layer(x, y, W1, W2, lr=0.1, steps=5, snapshot_every=2)
+        zsl_training.train_two_layer(x, y, W1, W2, lr=0.1, steps=5, snapshot_every=2)
     with pytest.raises(ValueError, match="loss in"):
-        bf.train_two_layer(x, y, W1, W2, lr=0.1, steps=1, loss="hinge")
+        zsl_training.train_two_layer(x, y, W1, W2, lr=0.1, steps=1, loss="hinge")
     with pytest.raises(ValueError, match="finite x"):
-        bf.train_two_layer(np.full_like(x, np.nan), y, W1, W2, lr=0.1, steps=1)
+        zsl_training.train_two_layer(np.full_like(x, np.nan), y, W1, W2, lr=0.1, steps=1)
     with pytest.raises(TypeError, match="list of 2-D arrays"):
-        bf.train_network(x, y, W1, lr=0.1, steps=1)
+        zsl_training.train_network(x, y, W1, lr=0.1, steps=1)
     with pytest.raises(ValueError, match="two_layer_floor: expected symmetric"):
         bf.two_layer_floor(x[:-1], y[:-1])
     with pytest.raises(TypeError, match="odd_even_parts: expected a callable"):
@@ -272,7 +274,7 @@ def test_first_layer_ntk_against_autodiff_and_pair_orthogonality():
     x, _ = bf.symmetrize(rng.standard_normal((3, 4)))
     for alpha in (0.0, 0.4, 1.0):
         K1 = bf.first_layer_ntk(W1, W2, x, activation=alpha)
-        with ntkcond.training._float64():  # scoped float64, both jax versions
+        with x64():  # scoped float64, both jax versions
             def f(w, z):
                 h = z @ w.T
                 return (jax.numpy.where(h > 0, h, alpha * h) @ W2.T).reshape(-1)

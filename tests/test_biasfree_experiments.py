@@ -11,9 +11,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import ntkcond  # noqa: E402
-from ntkcond import biasfree_experiments as bx  # noqa: E402
-from ntkcond import independent_experiments as ix  # noqa: E402
-from ntkcond.biasfree_figures import plot  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
 
 
 def test_closed_form_result_is_deterministic_frozen_and_reports_progress():

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from ntkcond import angles as A
-from ntkcond import claims as C
-from ntkcond import claims_analytic as CA
-from ntkcond import claims_finite as CF
+from ntkcond.papers.liu_hui import report as C
+from ntkcond.papers.liu_hui._kit import real_image_sets
+from ntkcond.papers.liu_hui import analytic as CA
+from ntkcond.papers.liu_hui import finite as CF
 from ntkcond import infinite_ntk
 
 EXPECTED_FAIL = {"9b"}  # the unconditional reading of v2 Theorem F.1 is false (near-orthogonal pairs)
@@ -20,7 +21,7 @@ def test_fast_mode_verdicts_and_report(tmp_path):
     elapsed = time.perf_counter() - start
     verdicts = {c.id: c.passed for c in claims}
     assert set(verdicts) >= {"1", "2", "3a", "4", "5", "6", "7a", "7b", "8", "9a", "9b", "10", "11"}
-    if CA._real_sets()[0][0] == "digits":
+    if real_image_sets()[0][0] == "digits":
         # No ../shared/data (a user's clone): claim 11 trains on 32 digits images, where the
         # early-phase gap to the NTK prediction stops shrinking with width (≈4% at m = 256,
         # 1024 and 4096: measured over 5 seeds, it grows along the run and is the same per seed

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("jax")
 
 import ntkcond  # noqa: E402
-from ntkcond.empirical import _x64  # noqa: E402
-from ntkcond.experiment import RECORD_KEYS, measure_finite_batch  # noqa: E402
+from ntkcond._core.x64 import x64  # noqa: E402
+from ntkcond.runs.depth import RECORD_KEYS, measure_finite_batch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,7 +30,7 @@ def test_measure_finite_batch_records_are_the_structured_kernel():
     assert [r["depth"] for r in recs] == [0, 2]
     for r in recs:
         assert set(RECORD_KEYS) <= set(r) and r["width"] == 16 and r["seed"] == 3 and r["dataset"] == "toy"
-    with _x64():
+    with x64():
         import jax
         import jax.numpy as jnp
 

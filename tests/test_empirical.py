@@ -14,8 +14,8 @@ import jax.numpy as jnp  # noqa: E402
 
 from conftest import rel_err  # noqa: E402
 import ntkcond  # noqa: E402
-from ntkcond.angles import resolve_trainable  # noqa: E402
-from ntkcond.empirical import _x64  # noqa: E402
+from ntkcond.infinite.angles import resolve_trainable  # noqa: E402
+from ntkcond._core.x64 import x64  # noqa: E402
 
 # float64 rounding of eq. (1) and of J Jᵀ differ by ~depth·eps·(cancellation) ≈ 1e-15; the
 # issue's agreement tolerance 1e-10 leaves 5 orders of margin and still catches a missing
@@ -108,7 +108,7 @@ def test_accelerator_route_equals_cpu_route(depth, activation, trainable, monkey
              lambda: np.concatenate([h for pair in ntkcond.empirical_ntk_features(
                  net, params, x1, trainable=trainable) for h in pair if h is not None], axis=1)]
     cpu = [np.asarray(call()) for call in calls]
-    monkeypatch.setattr(ntkcond.empirical, "on_cpu", lambda *arrays: False)
+    monkeypatch.setattr(ntkcond.finite.empirical, "on_cpu", lambda *arrays: False)
     jitted = [call() for call in calls]
     assert all(isinstance(K, jax.Array) for K in jitted[:3])
     for a, b in zip(cpu, jitted):

@@ -12,8 +12,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from conftest import rel_err  # noqa: E402
 import ntkcond  # noqa: E402
-from ntkcond.empirical import _x64  # noqa: E402
-from ntkcond.generic import _parameter_groups  # noqa: E402
+from ntkcond._core.x64 import x64  # noqa: E402
+from ntkcond.finite.generic import _parameter_groups  # noqa: E402
 
 # float64 agreement of two exact contractions (see tests/test_empirical.py for the margin).
 RTOL = 1e-10
@@ -49,7 +49,7 @@ def test_accelerator_gram_equals_cpu_gram(monkeypatch):
     x1, x2 = data(4, 5), data(5, 3)
     fn = ntkcond.empirical_ntk_fn(apply, full_outputs=True)
     cpu = [np.asarray(fn(params, x1, x2)), np.asarray(fn(params, x1))]
-    monkeypatch.setattr(ntkcond.generic, "on_cpu", lambda *arrays: False)
+    monkeypatch.setattr(ntkcond.finite.generic, "on_cpu", lambda *arrays: False)
     for a, b in zip(cpu, [fn(params, x1, x2), fn(params, x1)]):
         assert rel_err(b, a) < 1e-13  # the same products summed in another order
 

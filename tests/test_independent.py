@@ -13,8 +13,12 @@ import pytest
 
 from conftest import load_script  # noqa: E402
 import ntkcond
-from ntkcond import biasfree as bf
-from ntkcond import collapse, conservation, independent as ind
+from ntkcond.papers.zhang_saxe_latham import saxe
+from ntkcond.papers.zhang_saxe_latham import biasfree as bf
+from ntkcond.papers.zhang_saxe_latham import training as zsl_training
+from ntkcond.papers.zhang_saxe_latham import collapse
+from ntkcond.papers.zhang_saxe_latham import conservation
+from ntkcond.papers.zhang_saxe_latham import independent as ind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,7 +44,7 @@ def test_orthogonal_decomposition_matches_independent_saxe_nets():
         errs = {}
         for lr in (0.02, 0.01):
             steps = int(round(T / lr))
-            r = bf.train_two_layer(x, y, W1, W2, activation=0.0, lr=lr, steps=steps)
+            r = zsl_training.train_two_layer(x, y, W1, W2, activation=0.0, lr=lr, steps=steps)
             assert r.loss[-1] < 1e-6 * r.loss[0]  # everything was learned
             # GD is exactly the per-net map m <- m(1 + lr r (Y - m))^2: rounding only
             # (~1e-15 observed); 1e-12 leaves a margin of 1000.
@@ -55,10 +59,10 @@ def test_orthogonal_nets_are_independent_and_a_shared_unit_couples_them():
     x, y = _orthogonal_problem()
     W1, W2 = ind.orthogonal_init(x, y, units=2, scale=1e-2, seed=1)
     kw = dict(activation=0.0, lr=0.02, steps=600, snapshot_every=60)
-    r = bf.train_two_layer(x, y, W1, W2, **kw)
+    r = zsl_training.train_two_layer(x, y, W1, W2, **kw)
     y2 = y.copy()
     y2[2] = -3.0  # change point 2's target only
-    r2 = bf.train_two_layer(x, y2, W1, W2, **kw)
+    r2 = zsl_training.train_two_layer(x, y2, W1, W2, **kw)
     f, f2 = (np.array([bf.network_apply([a, b], x, 0.0)[:, 0] for a, b in zip(*q.snapshots)])
              for q in (r, r2))
     # Points 0, 1 never see point 2: their outputs are identical (rounding only).
@@ -71,7 +75,7 @@ def test_orthogonal_nets_are_independent_and_a_shared_unit_couples_them():
     bad[2, 2] = bad[2, 1]
     nets = ind.orthogonal_nets(x, y, bad, W2)
     steps = 1500
-    rb = bf.train_two_layer(x, y, bad, W2, activation=0.0, lr=0.02, steps=steps)
+    rb = zsl_training.train_two_layer(x, y, bad, W2, activation=0.0, lr=0.02, steps=steps)
     assert np.max(np.abs(rb.loss - nets.discrete_loss(steps, 0.02))) > 1e-2 * rb.loss[0]
 
 
@@ -117,7 +121,7 @@ def test_xor_pair_nets_prediction_and_slope():
         errs = {}
         for lr in (0.02, 0.01):
             steps = int(round(30 / lr))
-            r = bf.train_two_layer(x, y, W1, W2, activation=alpha, lr=lr, steps=steps)
+            r = zsl_training.train_two_layer(x, y, W1, W2, activation=alpha, lr=lr, steps=steps)
             disc = np.max(np.abs(r.loss - nets.discrete_loss(steps, lr))) / r.loss[0]
             if alpha == 0.0:
                 # ReLU on exact basis data: the cross pre-activations stay exactly 0 and the
@@ -128,7 +132,7 @@ def test_xor_pair_nets_prediction_and_slope():
         # at the zero pre-activation of the other pair, also O(lr)): halves with lr.
         assert 1.8 < errs[0.02] / errs[0.01] < 2.2 and errs[0.01] < 1e-2
     # alpha = 1: a linear net has no even part and never fits XOR: loss stays at 1/2.
-    r = bf.train_two_layer(x, y, W1, W2, activation=1.0, lr=0.01, steps=2000)
+    r = zsl_training.train_two_layer(x, y, W1, W2, activation=1.0, lr=0.01, steps=2000)
     nets = ind.pair_nets(x, y, W1, W2, activation=1.0)
     assert nets.rate.tolist() == [0.0, 0.0] and nets.loss(20.0)[0] == 0.5
     assert np.max(np.abs(r.loss - 0.5)) < 1e-12  # f = 0 exactly on this data (rounding)
@@ -140,7 +144,7 @@ def test_xor_pair_nets_prediction_and_slope():
 def test_xor_generic_init_features_align_with_data_directions():
     x, y = ind.xor_data(d=2)
     W = bf.gaussian_init([2, 16, 1], scale=1e-2, seed=3)
-    r = bf.train_network(x, y, W, activation=0.0, lr=0.02, steps=1500)
+    r = zsl_training.train_network(x, y, W, activation=0.0, lr=0.02, steps=1500)
     assert r.loss[-1] < 1e-6
     W1, W2 = r.weights
     al = ind.feature_alignment(W1, x[:2])
@@ -297,11 +301,11 @@ def test_rk4_method_follows_the_gradient_flow_closed_form():
     W1, W2 = bf.aligned_init(np.ones(1), v, u0=u0, activation=0.0, pairs=2)
     err = {}
     for method in ("rk4", "gd"):
-        r = bf.train_two_layer(x, y, W1, W2, activation=0.0, lr=0.05, steps=120,
+        r = zsl_training.train_two_layer(x, y, W1, W2, activation=0.0, lr=0.05, steps=120,
                                snapshot_every=1, method=method)
         u = np.array([bf.mode_strength(a, b, np.ones(1), v, 0.0) for a, b in zip(*r.snapshots)])
-        err[method] = np.max(np.abs(u - ntkcond.saxe_mode_strength(r.time, s=s, u0=u0, c=0.5))) / s
+        err[method] = np.max(np.abs(u - saxe.saxe_mode_strength(r.time, s=s, u0=u0, c=0.5))) / s
     # RK4: O(dt^4) ~ 1e-7 at dt = 0.05 (observed); GD: O(dt) ~ 1e-2.
     assert err["rk4"] < 1e-5 < 1e-3 < err["gd"]
     with pytest.raises(ValueError, match="method in"):
-        bf.train_two_layer(x, y, W1, W2, lr=0.1, steps=1, method="euler")
+        zsl_training.train_two_layer(x, y, W1, W2, lr=0.1, steps=1, method="euler")

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from ntkcond import conditioning, datasets, infinite_ntk
-from ntkcond.largescale import (
-    InsufficientMemoryError,
+from ntkcond import InsufficientMemoryError
+from ntkcond.scale.conditioning import (
     blockwise_ntk,
     exact_conditioning,
     matrix_free_conditioning,

@@ -8,12 +8,12 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 import ntkcond  # noqa: E402
-from ntkcond.empirical import _x64  # noqa: E402
+from ntkcond._core.x64 import x64 as scoped_x64  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def x64():
-    with _x64():
+    with scoped_x64():
         yield
 
 

@@ -110,7 +110,7 @@ def test_check_claims_smoke(tmp_path, capsys):
 
 
 def test_atomic_write_gives_ordinary_permissions(tmp_path):
-    from ntkcond._io import atomic_write
+    from ntkcond._core.io import atomic_write
 
     atomic_write(str(tmp_path / "f.txt"), "x")
     mode = (tmp_path / "f.txt").stat().st_mode & 0o777
@@ -123,7 +123,7 @@ def _current_umask():
     return mask
 def test_min_angle_smoke_and_resume(tmp_path, capsys):
     from ntkcond import datasets, smallest_gradient_angle
-    from ntkcond.streaming import streaming_smallest_angles
+    from ntkcond.scale.streaming import streaming_smallest_angles
 
     script = load_script("min_angle")
     out = tmp_path / "run"

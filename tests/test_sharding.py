@@ -20,8 +20,8 @@ CHILD = textwrap.dedent(
     import numpy as np
     import jax
     from ntkcond import datasets
-    from ntkcond.streaming import streaming_smallest_angles
-    from ntkcond.largescale import blockwise_ntk
+    from ntkcond.scale.streaming import streaming_smallest_angles
+    from ntkcond.scale.conditioning import blockwise_ntk
     x = datasets.load("digits").x[:230]
     x[150] = x[3] + 1e-9  # a refined (near-parallel) pair
     out = {"device_count": jax.device_count()}
@@ -59,7 +59,7 @@ def test_four_cpu_devices_equal_one_device():
 def test_device_mesh_rejects_bad_counts():
     import pytest
 
-    from ntkcond.sharding import device_mesh
+    from ntkcond.scale.sharded import device_mesh
 
     assert device_mesh(1).devices.size == 1
     with pytest.raises(ValueError, match="device_mesh: expected 1 <= devices"):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ntkcond import datasets, gradient_angles
-from ntkcond.streaming import streaming_smallest_angles, streaming_smallest_kernel_angle
+from ntkcond.scale.streaming import streaming_smallest_angles, streaming_smallest_kernel_angle
 
 RTOL = 1e-12
 
@@ -76,7 +76,7 @@ def test_trainable_first_and_last_equal_brute_force(digits300):
 
 
 def test_overflowing_refinement_falls_back_to_host(monkeypatch):
-    from ntkcond import sharding
+    from ntkcond.scale import sharded as sharding
 
     rng = np.random.default_rng(2)
     base = rng.standard_normal((6, 10))

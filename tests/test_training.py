@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntkcond import training
+from ntkcond.papers.zhang_saxe_latham import training
 
 
 def test_single_layer_square_loss_matches_numpy_iteration():
@@ -45,7 +45,7 @@ def test_two_layer_logistic_step_matches_hand_gradient():
 def test_float64_is_scoped():
     import jax.numpy as jnp
 
-    with training._float64():
+    with training.x64():
         assert jnp.ones(1).dtype == jnp.float64
     # No global switch is left behind (unless the user had enabled x64 themselves).
     import jax

@@ -1,0 +1,114 @@
+"""Input validators shared across ntkcond: every one raises ``TypeError``/``ValueError`` whose
+message names the calling function (``where``), what was expected and what was got."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def as_depth(depth, where: str, name: str = "depth") -> int:
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
+        if isinstance(depth, numbers.Real) and float(depth).is_integer():
+            depth = int(depth)
+        else:
+            raise TypeError(f"{where}: expected an integer {name}, got {depth!r}")
+    depth = int(depth)
+    if depth < 0:
+        raise ValueError(f"{where}: expected {name} >= 0, got {depth}")
+    return depth
+
+
+def resolve_trainable(trainable, depth: int, where: str = "resolve_trainable") -> tuple[int, ...]:
+    """Trainable layers as sorted 0-based indices into the weight list [W⁽¹⁾, …, W⁽ᴸ⁺¹⁾].
+
+    Args:
+      trainable: "all", "first" (W⁽¹⁾, index 0), "last" (the read-out, index ``depth``),
+        an int, or an iterable of ints in [0, depth].
+      depth: number of hidden layers L.
+    """
+    if isinstance(trainable, str):
+        key = trainable.lower()
+        if key == "all":
+            return tuple(range(depth + 1))
+        if key == "first":
+            return (0,)
+        if key == "last":
+            return (depth,)
+        raise ValueError(
+            f"{where}: expected trainable 'all', 'first', 'last' or layer indices, got {trainable!r}"
+        )
+    if isinstance(trainable, numbers.Integral) and not isinstance(trainable, bool):
+        trainable = (trainable,)
+    try:
+        layers = sorted({int(i) for i in trainable})
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{where}: expected trainable 'all', 'first', 'last' or layer indices, got {trainable!r}"
+        ) from None
+    if not layers or layers[0] < 0 or layers[-1] > depth:
+        raise ValueError(
+            f"{where}: expected a nonempty set of layer indices in [0, {depth}] "
+            f"(0 = first layer, {depth} = read-out), got {trainable!r}"
+        )
+    return tuple(layers)
+
+
+def as_data(x, where: str, name: str) -> np.ndarray:
+    if not (hasattr(x, "__array__") or isinstance(x, (list, tuple))):
+        raise TypeError(f"{where}: expected {name} as an (n, d) array, got {type(x).__name__}")
+    arr = np.asarray(x)
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"{where}: expected {name} with a real dtype, got {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{where}: expected {name} of shape (n, d), got shape {arr.shape} "
+            "(flatten images with x.reshape(len(x), -1))"
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{where}: expected {name} with n >= 1 rows and d >= 1 columns, got {arr.shape}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        row = int(np.argmax(~np.all(np.isfinite(arr), axis=1)))
+        raise ValueError(f"{where}: expected finite {name}, got NaN or Inf in row {row}")
+    return arr
+
+
+def as_pair(x1, x2, where: str):
+    x1 = as_data(x1, where, "x1")
+    x2 = x1 if x2 is None else as_data(x2, where, "x2")
+    if x1.shape[1] != x2.shape[1]:
+        raise ValueError(
+            f"{where}: expected x1 and x2 of the same dimension d, got {x1.shape} and {x2.shape}"
+        )
+    return x1, x2
+
+
+def sweep_layers(depths, trainable, where: str):
+    """(sorted depths, ``layers`` argument of ``gradient_recursion``) for a depth sweep."""
+    depths = sorted({as_depth(L, where) for L in depths})
+    if not depths:
+        raise ValueError(f"{where}: expected at least one depth, got none")
+    if isinstance(trainable, str) and trainable.lower() == "last":
+        layers = "last"
+    elif isinstance(trainable, str) and trainable.lower() in ("all", "first"):
+        layers = None if trainable.lower() == "all" else {0}
+    else:
+        layers = set(resolve_trainable(trainable, depths[0], where))
+    return depths, layers
+
+
+def as_int(value, name: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{where}: expected {name} as an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def positive(value, name: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: expected {name} as a real number, got {type(value).__name__}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{where}: expected {name} > 0 (finite), got {value!r}")
+    return float(value)

@@ -1,0 +1,35 @@
+"""Memory checks before large allocations: a clear error naming the cheaper route instead of
+a MemoryError (or the OOM killer) half-way through."""
+from __future__ import annotations
+
+import os
+
+
+class InsufficientMemoryError(MemoryError, ValueError):
+    """The exact route would need more memory than is available (checked before allocating)."""
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (``MemAvailable`` of /proc/meminfo, else
+    the free physical pages)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62  # unknown: do not refuse
+
+
+def check_memory(needed: int, what: str, memory_limit, where: str) -> None:
+    limit = available_memory() if memory_limit is None else int(memory_limit)
+    if needed > limit:
+        raise InsufficientMemoryError(
+            f"{where}: {what} needs {needed / 2**30:.2f} GiB but only {limit / 2**30:.2f} GiB is "
+            "available; use the matrix-free route ntkcond.matrix_free_conditioning "
+            "(memory O(n·block)), a smaller n, or fewer depths at once"
+        )

@@ -1,0 +1,17 @@
+"""Finite-width (empirical) NTKs.
+
+``models``: the bias-free, norm-preserving MLP of ``ntkcond.infinite`` at finite width (JAX).
+``empirical``: its exact NTK from one forward and one backward pass (no Jacobian), per-layer
+terms, features for streaming, and Monte Carlo over random nets.
+``generic``: the NTK of any JAX model by parameter groups, and neural-tangents stax networks.
+Empirical kernels compute in the dtype of their inputs; use float64 for conditioning.
+"""
+from .empirical import (
+    MonteCarloNTK as MonteCarloNTK,
+    empirical_ntk as empirical_ntk,
+    empirical_ntk_features as empirical_ntk_features,
+    empirical_ntk_layers as empirical_ntk_layers,
+    monte_carlo_ntk as monte_carlo_ntk,
+)
+from .generic import StaxNet as StaxNet, empirical_ntk_fn as empirical_ntk_fn, from_stax as from_stax
+from .models import MLP as MLP, mlp as mlp

@@ -1,0 +1,156 @@
+"""Finite-width bias-free, norm-preserving MLPs in NTK parameterisation (JAX).
+
+The network is exactly the one of ``ntkcond.infinite`` with finite widths m₁, …, m_L
+(rows of ``x`` are examples, weights are stored (fan_in, fan_out) as in neural-tangents'
+``stax.Dense``):
+
+    A⁰ = x,   zˡ = sₗ₋₁ Aˡ⁻¹ Wˡ,   Aˡ = σ(zˡ)  (l = 1 … L),   f = s_L A^L W^{L+1},        (1)
+
+    sₗ₋₁ = √(c / mₗ₋₁) for the hidden layers l ≤ L,   s_L = √(1 / m_L) for the read-out,
+
+with m₀ = d, c = 2/(1 + α²) (``ntkcond.activations``) and all weight entries N(0, 1).
+Depth L = 0 is the linear model f = x W¹/√d (read-out factor 1, not c). As all widths
+→ ∞ the NTK of this net tends to ``ntkcond.infinite_ntk`` (Jacot et al. 2018). The same net
+in neural-tangents is ``stax.serial(*[Dense(m, W_std=√c, b_std=None), LeakyRelu(α)] * L,
+Dense(1, b_std=None))``.
+
+Parameters are a plain list [W¹, …, W^{L+1}] of shapes (d, m₁), (m₁, m₂), …, (m_L, 1);
+index i of the list is layer index i of ``resolve_trainable`` (0 = first, L = read-out).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+from .._core.checks import as_depth
+from ..activations import Activation, parse_activation
+
+__all__ = ["MLP", "mlp"]
+
+
+def _highest():
+    import jax
+
+    return jax.lax.Precision.HIGHEST
+
+
+@dataclasses.dataclass(frozen=True)
+class MLP:
+    """A bias-free norm-preserving MLP, eq. (1). Build with ``mlp``.
+
+    Attributes:
+      depth: number of hidden layers L ≥ 0.
+      widths: (m₁, …, m_L), hidden widths (empty for L = 0).
+      activation: the ``Activation`` σ (slope α).
+    """
+
+    depth: int
+    widths: tuple
+    activation: Activation
+
+    def shapes(self, d: int) -> list[tuple[int, int]]:
+        """Weight shapes [(d, m₁), (m₁, m₂), …, (m_L, 1)] for input dimension d."""
+        dims = (int(d),) + tuple(self.widths) + (1,)
+        return [(dims[i], dims[i + 1]) for i in range(self.depth + 1)]
+
+    def scales(self, d: int) -> list[float]:
+        """Layer factors [s₀, …, s_L] of eq. (1): √(c/fan_in), and √(1/m_L) for the read-out."""
+        c = self.activation.scale
+        return [math.sqrt((c if i < self.depth else 1.0) / fan_in)
+                for i, (fan_in, _) in enumerate(self.shapes(d))]
+
+    def num_params(self, d: int) -> int:
+        """P = d·m₁ + Σ mₗmₗ₊₁ + m_L."""
+        return sum(a * b for a, b in self.shapes(d))
+
+    def init(self, key, d: int, dtype=None) -> list:
+        """Draw weights with N(0, 1) entries.
+
+        Args:
+          key: a ``jax.random`` key.
+          d: input dimension (≥ 1).
+          dtype: floating dtype; default jax's default float (float64 only under x64).
+
+        Returns:
+          list of L + 1 arrays of shapes ``self.shapes(d)``.
+        """
+        import jax
+        import jax.numpy as jnp
+
+        d = _as_width(d, "MLP.init", "d")
+        dtype = jnp.zeros((), dtype if dtype is not None else float).dtype
+        keys = jax.random.split(key, self.depth + 1)
+        return [jax.random.normal(k, shape, dtype) for k, shape in zip(keys, self.shapes(d))]
+
+    def apply(self, params, x):
+        """f(x), eq. (1).
+
+        Args:
+          params: list of L + 1 weight arrays (``shapes``); x: (n, d) inputs.
+
+        Returns:
+          (n,) outputs, in the dtype of params and x.
+        """
+        import jax.numpy as jnp
+
+        check_params(self, params, jnp.shape(x), "MLP.apply")
+        h = x
+        slope, hi = self.activation.slope, _highest()
+        for i, (w, s) in enumerate(zip(params, self.scales(jnp.shape(x)[1]))):
+            z = s * jnp.matmul(h, w, precision=hi)
+            h = z if i == self.depth else jnp.where(z > 0, z, slope * z)
+        return h[:, 0]
+
+
+def _as_width(m, where: str, name: str) -> int:
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral):
+        raise TypeError(f"{where}: expected an integer {name}, got {m!r}")
+    if m < 1:
+        raise ValueError(f"{where}: expected {name} >= 1, got {m}")
+    return int(m)
+
+
+def mlp(depth: int, width=512, activation="relu") -> MLP:
+    """A bias-free norm-preserving MLP with L = ``depth`` hidden layers, eq. (1).
+
+    Args:
+      depth: L ≥ 0 (0: the linear model x W¹/√d).
+      width: hidden width m (int ≥ 1) or a sequence (m₁, …, m_L) of length ``depth``.
+      activation: "relu", "linear", ("leaky_relu", α), "leaky:α" or a slope α ∈ [0, 1].
+
+    Returns:
+      ``MLP`` with ``init(key, d) -> params`` and ``apply(params, x) -> (n,)``.
+
+    Example:
+      >>> net = mlp(3, 512)
+      >>> params = net.init(jax.random.PRNGKey(0), 784)
+    """
+    act = parse_activation(activation)
+    depth = as_depth(depth, "mlp")
+    if isinstance(width, numbers.Integral) and not isinstance(width, bool):
+        widths = (_as_width(width, "mlp", "width"),) * depth
+    else:
+        try:
+            widths = tuple(width)
+        except TypeError:
+            raise TypeError(f"mlp: expected width as an int or a sequence of ints, got {width!r}") from None
+        if len(widths) != depth:
+            raise ValueError(
+                f"mlp: expected {depth} widths (one per hidden layer), got {len(widths)}: {widths}")
+        widths = tuple(_as_width(m, "mlp", "width") for m in widths)
+    return MLP(depth=depth, widths=widths, activation=act)
+
+
+def check_params(net: MLP, params, x_shape, where: str) -> None:
+    """Raise ValueError/TypeError unless params match ``net.shapes(d)`` for x of shape (n, d)."""
+    if len(x_shape) != 2 or x_shape[0] < 1 or x_shape[1] < 1:
+        raise ValueError(f"{where}: expected x of shape (n, d) with n, d >= 1, got shape {tuple(x_shape)}")
+    if not isinstance(params, (list, tuple)):
+        raise TypeError(f"{where}: expected params as a list of {net.depth + 1} weight arrays, "
+                        f"got {type(params).__name__}")
+    expected = net.shapes(x_shape[1])
+    got = [tuple(getattr(w, "shape", ())) for w in params]
+    if got != expected:
+        raise ValueError(f"{where}: expected params of shapes {expected} for x of shape "
+                         f"{tuple(x_shape)}, got {got}")

@@ -1,0 +1,20 @@
+"""Infinite-width kernels of bias-free, norm-preserving fully-connected nets.
+
+``angles``: the closed-form angle maps of Liu & Hui (arXiv 2305.08813) — one-layer map g(θ),
+derivative factor ġ(θ), gradient angle φ(θ, L), small-angle law, infinite-depth limits.
+``geometry``: input angles between rows, to full float64 accuracy.
+``kernels``: the analytic NNGP and NTK, per-layer contributions, gradient angles computed
+from the data, and depth sweeps sharing one pass of the recursion.
+All float64; angles in radians.
+"""
+from . import angles as angles
+from .geometry import input_angles as input_angles
+from .kernels import (
+    DepthKernel as DepthKernel,
+    depth_sweep as depth_sweep,
+    gradient_angles as gradient_angles,
+    infinite_nngp as infinite_nngp,
+    infinite_ntk as infinite_ntk,
+    infinite_ntk_layers as infinite_ntk_layers,
+    smallest_gradient_angle as smallest_gradient_angle,
+)

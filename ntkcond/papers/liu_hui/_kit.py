@@ -1,0 +1,119 @@
+"""What every Liu & Hui claim check shares: the ``Formulas`` under test, the ``Claim`` record,
+figure saving, and the real image batches. Public names of a private module (``report``,
+``analytic`` and ``finite`` import them; users see them through ``ntkcond.papers.liu_hui``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from typing import Callable
+
+import numpy as np
+
+from ... import datasets
+from ...infinite import angles as _angles
+from ...infinite.kernels import infinite_ntk
+
+
+@dataclasses.dataclass(frozen=True)
+class Formulas:
+    """The closed forms under test (``ntkcond.angles`` by default)."""
+
+    angle_map: Callable = _angles.angle_map
+    derivative_factor: Callable = _angles.derivative_factor
+    gradient_angle: Callable = _angles.gradient_angle
+    small_angle_gradient_cos: Callable = _angles.small_angle_gradient_cos
+    embedding_angle_asymptote: Callable = _angles.embedding_angle_asymptote
+    relu_infinite_depth_angle: Callable = _angles.relu_infinite_depth_angle
+    infinite_depth_kappa: Callable = _angles.infinite_depth_kappa
+    infinite_ntk: Callable = infinite_ntk
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One checked claim.
+
+    Attributes:
+      id: claim number (as in the issue), e.g. "1" or "9a".
+      title, formula, paper: what is claimed, and where (statement and location).
+      computed: what was computed independently.
+      error, tolerance, why: the measured discrepancy, the bound it was held to, and the
+        reason for that bound.
+      passed: error ≤ tolerance (and any stated extra condition).
+      details: further numbers (JSON-serialisable).
+      figures: file names of the figures written for this claim.
+    """
+
+    id: str
+    title: str
+    formula: str
+    paper: str
+    computed: str
+    error: float
+    tolerance: float
+    why: str
+    passed: bool
+    details: dict = dataclasses.field(default_factory=dict)
+    figures: tuple = ()
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, outdir, name):
+    if outdir is None:
+        pyplot().close(fig)
+        return ()
+    from ..._core.io import atomic_savefig
+
+    atomic_savefig(fig, os.path.join(outdir, name), dpi=110)
+    pyplot().close(fig)
+    return (name,)
+
+
+def loglog_slope(x, y) -> float:
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def unit_pair(angle):
+    return np.array([1.0, 0.0]), np.array([np.cos(angle), np.sin(angle)])
+
+
+#: Where the real image files are looked for unless told otherwise: ``../shared/data`` from the
+#: current directory (the folder beside a checkout, when run from its root).
+DEFAULT_DATA_DIR = os.path.join("..", "shared", "data")
+
+
+def real_image_sets(data_dir: str | None = None) -> tuple:
+    """(name, x) of the real image sets: ``mnist_test.npz`` and ``cifar10_test.npz`` in
+    ``data_dir`` when present (the papers' preprocessing), and scikit-learn's digits.
+
+    ``data_dir`` defaults to ``DEFAULT_DATA_DIR``; the sets are loaded once per process and folder.
+    """
+    return _load_real_sets(os.path.abspath(DEFAULT_DATA_DIR if data_dir is None else data_dir))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_real_sets(folder: str) -> tuple:
+    sets = []
+    mnist = os.path.join(folder, "mnist_test.npz")
+    cifar = os.path.join(folder, "cifar10_test.npz")
+    if os.path.exists(mnist):
+        sets.append(("MNIST test", datasets.load(mnist, preset="mnist").x))
+    if os.path.exists(cifar):
+        sets.append(("CIFAR-10 test", datasets.load(cifar, preset="cifar10").x))
+    sets.append(("digits", datasets.load("digits").x))
+    return tuple(sets)
+
+
+def real_batches(n: int = 256, data_dir: str | None = None) -> dict:
+    """Real image batches of n (first n rows of each set of ``real_image_sets``): a fresh dict
+    of copies (callers may add entries)."""
+    return {name: x[:n].copy() for name, x in real_image_sets(data_dir)}

@@ -1,0 +1,42 @@
+"""Pieces the Zhang–Saxe–Latham experiments share (``experiments``,
+``independent_experiments``): progress hooks, list validation, symmetric whitened data and
+random teacher directions. Public names of a private module."""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .biasfree import whiten
+
+#: A progress hook: wraps an iterable (e.g. ``tqdm``), or None for none.
+Progress = Callable[[Iterable], Iterable]
+
+
+def progress_callback(progress: Progress | None) -> Progress:
+    return progress if progress is not None else (lambda it: it)
+
+
+def positive_values(fn: str, name: str, values) -> list[float]:
+    values = [float(v) for v in np.atleast_1d(values)]
+    if not values or not all(np.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"{fn}: expected positive numbers for {name}, got {values!r}")
+    return values
+
+
+def symmetric_gaussian(n_half: int, d: int, seed: int):
+    """Whitened Gaussian inputs x0 (n_half, d) and x0 ∪ −x0: (1/n) Σ x xᵀ = I exactly."""
+    x0 = whiten(np.random.default_rng(seed).standard_normal((n_half, d)))
+    return x0, np.concatenate([x0, -x0])
+
+
+def unit_vector(d: int, seed: int) -> np.ndarray:
+    """A random unit vector in R^d (the teacher direction v)."""
+    v = np.random.default_rng(seed + 1).standard_normal(d)
+    return v / np.linalg.norm(v)
+
+
+def first_below(t, values, level) -> float:
+    """The first time at which ``values`` drops below ``level`` (nan if never)."""
+    hit = np.nonzero(values < level)[0]
+    return float(t[hit[0]]) if hit.size else float("nan")

@@ -1,0 +1,241 @@
+"""Figures of the bias-free experiments (``biasfree_experiments``, ``independent_experiments``):
+``plot(result)`` returns the matplotlib figure of any ``ExperimentResult``. matplotlib is
+imported on first use (with the Agg backend unless one is already chosen).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .experiments import ExperimentResult
+from .independent import xor_data
+from .independent_experiments import COLLAPSE_OK
+from .saxe import saxe_mode_strength, time_rescaling
+
+__all__ = ["plot"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot(result: ExperimentResult):
+    """The figure of ``result`` (a ``matplotlib.figure.Figure``, laid out; the caller saves and
+    closes it)."""
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"plot: expected an ExperimentResult, got {type(result).__name__}")
+    if result.name not in _FIGURES:
+        raise ValueError(f"plot: expected one of {sorted(_FIGURES)}, got {result.name!r}")
+    fig = _FIGURES[result.name](result.summary, result.curves, _plt())
+    fig.tight_layout()
+    return fig
+
+
+def _expressivity(out, curves, plt):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, name in zip(axes, curves["targets"]):
+        for (tname, label), r in curves["runs"].items():
+            if tname == name:
+                ax.semilogy(np.arange(len(r.loss)), r.loss, label=label)
+        ax.axhline(out["floors"][name]["predicted_floor_sample"], color="k", ls="--",
+                   label="two-layer floor, eq. (2)")
+        ax.set(title=f"target {name}", xlabel="GD step", ylabel="loss")
+        ax.legend(fontsize=7)
+    fig.suptitle("Two-layer bias-free ReLU nets cannot fit odd nonlinear targets")
+    return fig
+
+
+def _equivalence(out, curves, plt):
+    alphas = sorted(a for kind, a in curves if kind == "square")
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    cmap = plt.get_cmap("viridis")
+    for alpha in alphas:
+        r, c = curves[("square", alpha)], time_rescaling(alpha)
+        axes[0].plot(r.time, r.loss, color=cmap(alpha), label=f"α={alpha:g}")
+        axes[1].plot(c * r.time, r.loss, color=cmap(alpha), lw=3 - 2 * alpha)
+        rl = curves[("logistic", alpha)]
+        axes[2].plot(c * rl.time, rl.loss, color=cmap(alpha), lw=3 - 2 * alpha)
+    axes[0].set(title="square loss vs t", xlabel="t = step·lr", ylabel="loss")
+    for ax, loss in zip(axes[1:3], ("square", "logistic")):
+        ax.set(title=f"{loss} loss vs c·t (max dev {out[loss]['collapse_same_lr_max_dev']:.1e})",
+               xlabel="c·t")
+    axes[0].legend(fontsize=7)
+    for name, dev in out["relu_vs_linear_by_init"].items():
+        eq = curves[("init", name)]
+        line, = axes[3].plot(eq.relu.time * eq.c, eq.relu.loss, label=f"ReLU, {name} init")
+        axes[3].plot(eq.linear.time, eq.linear.loss, ls=":", color=line.get_color(),
+                     label=f"linear equiv. ({dev['loss_dev']:.1e})")
+    axes[3].set(title="ReLU (α=0) vs its linear net", xlabel="c·t")
+    axes[3].legend(fontsize=6)
+    fig.suptitle(f"Mirrored init, symmetric data ({out['dataset']}): leaky-ReLU = linear with t → c·t")
+    return fig
+
+
+def _closed_form(out, curves, plt):
+    s, u0, T = out["s"], out["u0"], out["time"]
+    alphas, lrs = curves["alphas"], curves["lrs"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    for ax, lr in zip(axes[:2], (min(lrs), max(lrs))):
+        for alpha in alphas:
+            t, u, _ = curves["sims"][(alpha, lr)]
+            line, = ax.plot(t, u, lw=1, marker="." if lr > 0.1 else None, label=f"α={alpha:g} sim")
+            tt = np.linspace(0, T, 400)
+            ax.plot(tt, saxe_mode_strength(tt, s=s, u0=u0, c=time_rescaling(alpha)), ls="--",
+                    color=line.get_color())
+        ax.set(title=f"lr = {lr:g} (dashed: closed form)", xlabel="t = step·lr",
+               ylabel="mode strength u", ylim=(0, 1.6 * s))
+        ax.legend(fontsize=7)
+    for alpha in alphas:
+        rows = [e for e in out["results"] if e["alpha"] == alpha]
+        axes[2].loglog([e["lr"] for e in rows], [e["max_rel_err_vs_closed_form"] for e in rows],
+                       marker="o", label=f"α={alpha:g}")
+    axes[2].set(title="max |u − u_theory| / s", xlabel="learning rate")
+    axes[2].legend(fontsize=7)
+    fig.suptitle(f"Saxe closed form with t → c·t, whitened data, s={s:g}, u0={u0:g}")
+    return fig
+
+
+def _symmetry_breaking(out, curves, plt):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for dy, (t, lo, le) in curves["losses"].items():
+        line, = axes[0].loglog(t[1:], le[1:] / le[0], label=f"even part, Δy={dy:g}")
+        axes[0].loglog(t[1:], lo[1:] / lo[0], ls=":", color=line.get_color())
+    axes[0].axhline(curves["level"], color="k", lw=0.8, ls="--")
+    axes[0].set(title="odd (dotted) then even (solid) part learned", xlabel="t",
+                ylabel="loss part / its initial value", ylim=(1e-3, 2))
+    axes[0].legend(fontsize=7)
+    if "fit" in out:
+        ok = curves["fitted"]
+        inv = np.array([1 / e["dy"] for e in ok])
+        axes[1].loglog(inv, [e["plateau"] for e in ok], "o", label="measured")
+        p = out["fit"]["plateau ~ A * (1/dy)^p"]
+        axes[1].loglog(inv, p["A"] * inv ** p["p"], "--", label=f"fit ∝ (1/Δy)^{p['p']:.2f}")
+        axes[1].legend()
+    axes[1].set(title="plateau duration", xlabel="1/Δy", ylabel="plateau (time)")
+    return fig
+
+
+def _deep(out, curves, plt):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, (name, (t, ranks)) in zip(axes, curves.items()):
+        for layer, per_snapshot in enumerate(ranks):
+            ax.plot(t, per_snapshot, label=f"W{layer + 1}")
+        ax.set(title=f"{name}: stable rank ‖W‖F²/‖W‖2²", xlabel="t", yscale="log")
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _ntk(out, curves, plt):
+    fig, ax = plt.subplots(figsize=(5, 3.8))
+    for act in ("linear", "relu", "leaky:0.5"):
+        rows = [e for e in out["results"] if e["activation"] == act]
+        ax.semilogy([e["depth"] for e in rows], [e["kappa_eff"] for e in rows], "o-",
+                    label=f"{act} (rank {rows[0]['rank']}/{out['n']})")
+    ax.set(title="κ_eff of the NTK on x ∪ −x (digits)", xlabel="depth L", ylabel="κ_eff")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _orthogonal(out, curves, plt):
+    runs = curves["runs"]
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 3.4))
+    axes = np.atleast_1d(axes)
+    for ax, (entry, r, nets) in zip(axes, runs):
+        ax.semilogy(r.time, r.loss, lw=2.5, color="0.7", label="simulation")
+        ax.semilogy(r.time, nets.loss(r.time), "k--", lw=1, label="Σ independent Saxe curves")
+        for tg in nets.learning_times(0.5):
+            ax.axvline(tg, color="C1", lw=0.6, ls=":")
+        title = f"n = {entry['n']}" + ("" if len(nets.groups) == entry["n"] else
+                                       f", {len(nets.groups)} groups")
+        ax.set(title=f"{title} (err {entry['max_rel_err_vs_flow_prediction[lr]']:.1e})",
+               xlabel="t = step·lr", ylim=(1e-6 * r.loss[0], 2 * r.loss[0]))
+    axes[0].set_ylabel("loss")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"ReLU net on orthogonal inputs ({out['data']}): independent linear nets; "
+                 "dotted: predicted plateau ends")
+    return fig
+
+
+def _xor(out, curves, plt):
+    alphas, T = curves["alphas"], out["time"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    cmap = plt.get_cmap("viridis")
+    for alpha in alphas:
+        r, nets = curves["exact"][("d=2", alpha)]
+        axes[0].plot(r.time, r.loss, color=cmap(alpha), lw=2.5, alpha=0.5)
+        axes[0].plot(r.time, nets.loss(r.time), color=cmap(alpha), ls="--", lw=1, label=f"α={alpha:g}")
+    axes[0].set(title="pair init: simulation (thick), Σ Saxe (dashed)", xlabel="t", ylabel="loss")
+    axes[0].legend(fontsize=7)
+    W0, W1, x, _ = curves["features"]["d=2"]
+    axes[1].scatter(*x[:, :2].T, c=["C0" if v > 0 else "C3" for v in xor_data()[1]], s=80, zorder=3)
+    scale = np.max(np.abs(W1))
+    for w in W1:
+        axes[1].annotate("", xy=w[:2] / scale, xytext=(0, 0), arrowprops=dict(arrowstyle="->", lw=0.8))
+    axes[1].set(title="learned rows of W₁ (α=0, generic init)",
+                aspect="equal", xlim=(-1.3, 1.3), ylim=(-1.3, 1.3))
+    a_list = np.array(alphas)
+    axes[2].plot(a_list, [out["generic"]["d=2"][f"{a:g}"]["final_loss"] for a in alphas], "o-",
+                 label=f"final loss at t={T:g} (generic init)")
+    axes[2].plot(a_list, [out["exact"]["d=2"][f"{a:g}"]["final_loss"] for a in alphas], "s--",
+                 label="final loss (pair init)")
+    axes[2].axhline(0.5, color="k", lw=0.6, ls=":", label="loss of f = 0 (½)")
+    axes[2].set(title="α → 1: the even part (1−α)/2·W₂|W₁x| vanishes", xlabel="α", yscale="log")
+    axes[2].legend(fontsize=7)
+    fig.suptitle("XOR (blue: y = +1, red: y = −1): independent linear nets, one per pair ±v")
+    return fig
+
+
+def _rank_one(out, curves, plt):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, tr in curves["traces"].items():
+        ls = "--" if name.startswith("planted") else "-"
+        axes[0].semilogy(tr.time, np.maximum(tr.deviation, 1e-18), ls=ls, label=name)
+    axes[0].set(title="‖W₁ − W₂ᵀrᵀ‖/‖W₁‖ (best r) during training", xlabel="t", ylim=(1e-18, 1))
+    axes[0].legend(fontsize=6)
+    slope = out["gd_deviation_vs_lr_loglog_slope"]
+    axes[1].loglog(curves["lrs"], curves["gd"], "o-", label=f"GD (slope {slope:.2f})")
+    for alpha in (0.0, 0.5):
+        axes[1].loglog(curves["dts"], [out["cases"][f"flow rk4 dt={dt:g} α={alpha:g}"]["max_deviation"]
+                                       for dt in curves["dts"]], "s-", label=f"RK4 flow α={alpha:g}")
+    axes[1].set(title="max deviation vs step size", xlabel="lr / dt")
+    axes[1].legend(fontsize=7)
+    return fig
+
+
+def _large_init(out, curves, plt):
+    scales, lrs = out["scales"], out["lrs"]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
+    for ax, init in zip(axes[:2], ("mirrored", "gaussian")):
+        g = out["grids"][init]
+        E = np.array([[np.nan if e is None else e for e in row] for row in g["error"]])
+        im = ax.imshow(np.log10(E), origin="lower", cmap="magma_r", vmin=-4, vmax=1, aspect="auto")
+        for i in range(len(scales)):
+            for j in range(len(lrs)):
+                diverged = g["diverged"][i][j]
+                txt = "div" if diverged else f"{E[i, j]:.0e}" + ("\nosc" if g["oscillating"][i][j] else "")
+                ok = not diverged and E[i, j] < COLLAPSE_OK
+                ax.text(j, i, txt, ha="center", va="center", fontsize=6,
+                        color="k" if ok else "b", fontweight="normal" if ok else "bold")
+        ax.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
+        ax.set_yticks(range(len(scales)), [f"{v:g}" for v in scales])
+        ax.set(title=f"{init} init: log10 collapse error (blue: > {COLLAPSE_OK:g})",
+               xlabel="learning rate", ylabel="init scale")
+        fig.colorbar(im, ax=ax)
+    for k, (lr, col) in enumerate(sorted(curves["examples"].items())):
+        for (t, L), alpha in zip(col.curves, col.alphas):
+            axes[2].plot(t, L, color=f"C{k}", lw=2.5 - 2 * alpha, alpha=0.8,
+                         label=f"lr={lr:g} (err {col.max_error:.1e})" if alpha == 0 else None)
+    axes[2].set(title=f"init scale {max(scales):g} (mirrored): curves for all α vs c·t",
+                xlabel="c·t", ylabel="loss", yscale="log")
+    axes[2].legend(fontsize=7)
+    return fig
+
+
+_FIGURES = {"expressivity": _expressivity, "equivalence": _equivalence,
+            "closed_form": _closed_form, "symmetry_breaking": _symmetry_breaking, "deep": _deep,
+            "ntk": _ntk, "orthogonal": _orthogonal, "xor": _xor, "rank_one": _rank_one,
+            "large_init": _large_init}

@@ -1,0 +1,334 @@
+"""Experiments on bias-free ReLU nets as independent linear nets, the conserved rank-one
+structure, and collapse at large init and learning rate (Zhang, Saxe & Latham, arXiv
+2406.12615), each returning an ``ExperimentResult`` (``biasfree_experiments``):
+
+  ``orthogonal``   ReLU net on orthogonal inputs = independent Saxe nets, one per group of
+                   points (``independent.orthogonal_nets``): loss vs Σ of their curves.
+  ``xor``          XOR from an even-mirrored pair init = independent linear nets of the even
+                   part (``independent.pair_nets``); from a generic init, feature alignment.
+  ``rank_one``     W₁ = W₂ᵀrᵀ is conserved by gradient flow on whitened symmetric data with an
+                   odd teacher (``conservation.track_rank_one``), broken ∝ lr by GD and by
+                   planted asymmetries.
+  ``large_init``   phase diagram (init scale × learning rate) of the collapse of the leaky-slope
+                   curves after t → c·t (``collapse.slope_collapse``).
+
+``biasfree_figures.plot`` draws any of them; ``scripts/biasfree_dynamics.py`` is the command
+line. Deterministic given ``seed``; ``fast=True`` is the small configuration.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import datasets
+from ._kit import (
+    Progress,
+    first_below,
+    positive_values,
+    progress_callback,
+    symmetric_gaussian,
+    unit_vector,
+)
+from .biasfree import (
+    gaussian_init,
+    mirrored_init,
+    network_apply,
+    rank_one_init,
+    symmetrize,
+)
+from .collapse import slope_collapse
+from .conservation import rank_one_breaking, rank_one_direction, track_rank_one
+from .experiments import ALPHAS, ExperimentResult
+from .independent import (
+    feature_alignment,
+    max_abs_cosine,
+    orthogonal_init,
+    orthogonal_nets,
+    orthogonalize,
+    pair_init,
+    pair_nets,
+    xor_data,
+)
+from .training import train_network, train_two_layer
+
+__all__ = ["COLLAPSE_OK", "orthogonal", "xor", "rank_one", "large_init"]
+
+COLLAPSE_OK = 0.05  # collapse error below 5% of the target energy: "the curves collapse"
+
+
+# ----------------------------------------------------------------------------- orthogonal
+
+
+def _orthogonal_set(n: int, data: str, rng, groups=None):
+    """n pairwise orthogonal inputs with norms ∝ n (so r = ρ/n = O(1)) and targets ±U(0.5, 2).
+
+    basis: scaled standard basis vectors in R^{n+2}; digits: the first n digits images,
+    orthogonalised (Löwdin) and rescaled. Points of one group share a norm and a target sign.
+    """
+    groups = groups or [[i] for i in range(n)]
+    norm, sign = np.empty(n), np.empty(n)
+    for g in groups:
+        norm[g] = n * rng.uniform(0.5, 1.5) / 2
+        sign[g] = rng.choice([-1.0, 1.0])
+    if data == "digits":
+        x = orthogonalize(datasets.load("digits").x[:n])
+    else:
+        x = np.eye(n, n + 2)
+    x = x / np.linalg.norm(x, axis=1, keepdims=True) * norm[:, None]
+    return x, sign * rng.uniform(0.5, 2.0, n)
+
+
+def _group_outputs(result, x, y, groups, alpha):
+    """(G, S+1) output strengths m_G = <f_G, y_G>/||y_G|| at the snapshots."""
+    y = y.reshape(len(x), -1)
+    out = []
+    for i in range(len(result.snapshot_steps)):
+        f = network_apply([s[i] for s in result.snapshots], x, alpha)
+        out.append([np.sum(f[list(g)] * y[list(g)]) / np.linalg.norm(y[list(g)]) for g in groups])
+    return np.array(out).T
+
+
+def orthogonal(*, sizes=None, data: str = "basis", fast: bool = False, seed: int = 0,
+               progress: Progress | None = None) -> ExperimentResult:
+    """A ReLU net trained on n orthogonal points (``sizes``, default 2, 4, 8, 16; fast: 2, 4,
+    8; plus 4 points in 2 groups) against Σ_G of independent Saxe curves, eq. (2) of
+    ``independent``: max |L − L_pred| / L(0) for gradient flow (O(lr): halving lr halves it)
+    and for the exact discrete map (round-off), and the predicted vs measured plateau ends.
+    ``data``: "basis" (scaled basis vectors) or "digits" (orthogonalised images, n ≤ 64).
+    """
+    if sizes is None:
+        sizes = (2, 4, 8) if fast else (2, 4, 8, 16)
+    sizes = [int(v) for v in np.atleast_1d(sizes)]
+    if data not in ("basis", "digits"):
+        raise ValueError(f"orthogonal: expected data 'basis' or 'digits', got {data!r}")
+    if not sizes or min(sizes) < 1 or (data == "digits" and max(sizes) > 64):
+        raise ValueError(f"orthogonal: expected data sizes in 1..64, got {sizes!r}")
+    bar = progress_callback(progress)
+    rng = np.random.default_rng(seed)
+    lr = 0.01
+    configs = [(n, None) for n in sizes] + [(4, [[0, 1], [2, 3]])]
+    out = {"data": data, "lr": lr, "init": "orthogonal_init, 2 units/group, scale 1e-3",
+           "tolerance_note": "flow error is O(lr): halving lr halves it; discrete-map error is round-off",
+           "results": []}
+    runs = []
+    for n, groups in bar(configs):
+        x, y = _orthogonal_set(n, data, rng, groups)
+        W1, W2 = orthogonal_init(x, y, groups=groups, units=2, scale=1e-3, seed=seed)
+        nets = orthogonal_nets(x, y, W1, W2, groups=groups)
+        T = 1.3 * float(np.max(nets.learning_times(0.99)))
+        entry = {"n": n, "groups": [list(g) for g in nets.groups],
+                 "max_abs_cos": max_abs_cosine(x), "time": T}
+        for eta in (lr, lr / 2):
+            steps = int(np.ceil(T / eta / 200)) * 200
+            r = train_two_layer(x, y, W1, W2, activation=0.0, lr=eta, steps=steps,
+                                snapshot_every=steps // 200)
+            pred, disc = nets.loss(r.time), nets.discrete_loss(steps, eta)
+            key = "lr" if eta == lr else "lr/2"
+            entry[f"max_rel_err_vs_flow_prediction[{key}]"] = float(np.max(np.abs(r.loss - pred)) / r.loss[0])
+            entry[f"max_rel_err_vs_discrete_map[{key}]"] = float(np.max(np.abs(r.loss - disc)) / r.loss[0])
+            if eta == lr:
+                m = _group_outputs(r, x, y, nets.groups, 0.0)
+                ts = r.time[r.snapshot_steps]
+                measured = [first_below(ts, -m_g, -0.5 * Y) for m_g, Y in zip(m, nets.target)]
+                entry["plateau_end_predicted"] = nets.learning_times(0.5).tolist()
+                entry["plateau_end_measured"] = measured
+                entry["plateau_end_max_abs_diff"] = float(np.max(np.abs(
+                    np.array(measured) - nets.learning_times(0.5))))
+                entry["snapshot_resolution"] = float(ts[1] - ts[0])
+                runs.append((entry, r, nets))
+        out["results"].append(entry)
+    return ExperimentResult("orthogonal", out, {"runs": runs})
+
+
+# ----------------------------------------------------------------------------- XOR
+
+
+def xor(*, fast: bool = False, seed: int = 0,
+        progress: Progress | None = None) -> ExperimentResult:
+    """XOR (d = 2, and embedded in d = 10) from ``pair_init``: simulation vs Σ of independent
+    linear nets of the even part, eq. (3) of ``independent`` (flow and discrete map), for
+    α ∈ {0, .25, .5, .75, .9, 1}; at α = 1 the even part vanishes and the loss stays ½. From a
+    generic small init (width 20, std 1e-2; also noisy d = 10 with 5 copies): final loss and
+    the alignment of the learned rows of W₁ with ±(e₁ ± e₂) (``feature_alignment``).
+    ``fast`` changes nothing (a few seconds).
+    """
+    bar = progress_callback(progress)
+    alphas = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+    lr, T = 0.01, 40.0
+    steps = int(round(T / lr))
+    out = {"lr": lr, "time": T, "init_pair": "pair_init, 2 pairs/direction, scale 1e-2",
+           "init_generic": "gaussian_init width 20, scale 1e-2", "exact": {}, "generic": {}}
+    curves = {}
+    for name, d in (("d=2", 2), ("d=10 embedded", 10)):
+        x, y = xor_data(d=d, seed=seed)
+        W1, W2 = pair_init(x, y, pairs=2, scale=1e-2, seed=seed)
+        rows = {}
+        for alpha in bar(alphas):
+            nets = pair_nets(x, y, W1, W2, activation=alpha)
+            r = train_two_layer(x, y, W1, W2, activation=alpha, lr=lr, steps=steps)
+            rows[f"{alpha:g}"] = {
+                "max_rel_err_vs_flow_prediction": float(np.max(np.abs(r.loss - nets.loss(r.time))) / r.loss[0]),
+                "max_rel_err_vs_discrete_map": float(np.max(np.abs(r.loss - nets.discrete_loss(steps, lr))) / r.loss[0]),
+                "predicted_half_time": float(np.max(nets.learning_times(0.5))),
+                "final_loss": float(r.loss[-1]), "final_loss_predicted": float(nets.loss(T)[0])}
+            curves[(name, alpha)] = (r, nets)
+        out["exact"][name] = rows
+    # Generic small init: features align with ±(e1+e2), ±(e1-e2); alpha -> 1 kills the fit.
+    feats = {}
+    for name, kw in (("d=2", dict(d=2)), ("d=10 noisy x5", dict(d=10, noise=0.1, copies=5))):
+        x, y = xor_data(seed=seed, **kw)
+        dirs = xor_data(d=kw["d"], seed=seed)[0][:2]
+        W = gaussian_init([x.shape[1], 20, 1], scale=1e-2, seed=seed)
+        rows = {}
+        for alpha in bar(alphas):
+            r = train_network(x, y, W, activation=alpha, lr=lr, steps=steps)
+            W1, W2 = r.weights
+            al = feature_alignment(W1, dirs)
+            norm = np.linalg.norm(W1, axis=1)
+            big = norm >= 0.1 * norm.max()
+            along_p = np.abs(W1 @ dirs[0]) >= np.abs(W1 @ dirs[1])
+            rows[f"{alpha:g}"] = {
+                "final_loss": float(r.loss[-1]), "initial_loss": float(r.loss[0]),
+                "alignment_norm_weighted": float(np.sum(al * norm) / np.sum(norm)),
+                "alignment_min_large_units": float(np.min(al[big])),
+                "large_units_with_a>0_along_p(y=+1)": float(np.mean(along_p[big & (W2[0] > 0)]))
+                if np.any(big & (W2[0] > 0)) else None,
+                "large_units_with_a<0_along_q(y=-1)": float(np.mean(~along_p[big & (W2[0] < 0)]))
+                if np.any(big & (W2[0] < 0)) else None}
+            if alpha == 0.0:
+                feats[name] = (W, W1, x, dirs)
+        out["generic"][name] = rows
+    return ExperimentResult("xor", out, {"exact": curves, "features": feats, "alphas": alphas})
+
+
+# ----------------------------------------------------------------------------- rank one
+
+
+def rank_one(*, fast: bool = False, seed: int = 0,
+             progress: Progress | None = None) -> ExperimentResult:
+    """Deviation ‖W₁ − W₂ᵀrᵀ‖/‖W₁‖ (best r) along training from ``rank_one_init`` (h = 8,
+    std 0.1, mixed signs of W₂) on whitened symmetric Gaussian data (n = 40, d = 5) with odd
+    teacher y = 2v·x: RK4 gradient flow (α = 0, 0.5) keeps it at round-off, GD breaks it ∝ lr
+    (log-log slope reported), and four planted breaks (init, asymmetric data, even target,
+    non-whitened inputs) move it. Time t ≤ 6.
+    """
+    bar = progress_callback(progress)
+    d, h, T = 5, 8, 6.0
+    x0, x = symmetric_gaussian(20, d, seed)
+    v = unit_vector(d, seed)
+    y = 2.0 * x @ v
+    W1, W2 = rank_one_init(d, h, scale=0.1, seed=1)
+    if np.all(W2 > 0) or np.all(W2 < 0):
+        raise ValueError("rank_one: expected mixed signs in W2 for this seed, got one sign")
+    out = {"setting": "whitened symmetric Gaussian (n=40, d=5), odd teacher y = 2 v.x, "
+                      "rank_one_init h=8 scale 0.1 (mixed signs)", "time": T, "cases": {}}
+    traces = {}
+
+    def case(name, xx, yy, A, B, alpha, lr, method):
+        steps = int(round(T / lr))
+        every = max(1, steps // 100)
+        steps = every * (steps // every)
+        tr = track_rank_one(xx, yy, A, B, activation=alpha, lr=lr, steps=steps,
+                            snapshot_every=every, method=method)
+        out["cases"][name] = {"alpha": alpha, "lr": lr, "method": method,
+                              "initial_deviation": float(tr.deviation[0]),
+                              "max_deviation": tr.max_deviation,
+                              "final_deviation": float(tr.deviation[-1]),
+                              "max_balance_deviation": float(np.max(tr.balance)),
+                              "r_rotation_deg": tr.rotation_deg,
+                              "breaking_term_at_init": rank_one_breaking(xx, yy, A, B, activation=alpha),
+                              "final_loss_over_initial": float(tr.result.loss[-1] / tr.result.loss[0])}
+        traces[name] = tr
+
+    jobs = []
+    dts = (0.02, 0.01) if fast else (0.02, 0.01, 0.005)
+    for alpha in (0.0, 0.5):
+        for dt in dts:
+            jobs.append((f"flow rk4 dt={dt:g} α={alpha:g}", x, y, W1, W2, alpha, dt, "rk4"))
+    lrs = (0.1, 0.03, 0.01) if fast else (0.1, 0.03, 0.01, 0.003)
+    for lr in lrs:
+        jobs.append((f"GD lr={lr:g} α=0", x, y, W1, W2, 0.0, lr, "gd"))
+    P1, P2 = rank_one_init(d, h, scale=0.1, seed=1)
+    P2 = np.abs(P2)
+    jobs.append(("GD lr=0.1 α=0, all a_i > 0", x, y, P2.T @ rank_one_direction(P1, P2)[None], P2,
+                 0.0, 0.1, "gd"))
+    rng = np.random.default_rng(seed)
+    xa = x.copy()
+    xa[-1] += 0.1
+    Wb = W1 + 1e-6 * rng.standard_normal(W1.shape)
+    xs, _ = symmetrize(x0 * np.linspace(0.5, 1.5, d))
+    jobs += [("planted: init broken by 1e-6", x, y, Wb, W2, 0.0, 0.01, "rk4"),
+             ("planted: asymmetric data (one x shifted 0.1)", xa, y, W1, W2, 0.0, 0.01, "rk4"),
+             ("planted: even target part (y + 0.5)", x, y + 0.5, W1, W2, 0.0, 0.01, "rk4"),
+             ("planted: non-whitened inputs", xs, 2.0 * xs @ v, W1, W2, 0.0, 0.01, "rk4")]
+    for job in bar(jobs):
+        case(*job)
+    gd = [out["cases"][f"GD lr={lr:g} α=0"]["max_deviation"] for lr in lrs]
+    out["gd_deviation_vs_lr_loglog_slope"] = float(np.polyfit(np.log(lrs), np.log(gd), 1)[0])
+    return ExperimentResult("rank_one", out, {"traces": traces, "dts": dts, "lrs": lrs, "gd": gd})
+
+
+# ----------------------------------------------------------------------------- large init
+
+
+def large_init(*, scales=None, lrs=None, fast: bool = False, seed: int = 0,
+               progress: Progress | None = None) -> ExperimentResult:
+    """Phase diagram of the collapse error E (``collapse.slope_collapse``, eq. (1)) over init
+    ``scales`` (default 0.001, 0.01, 0.1, 0.3, 0.5, 1; fast: 0.001, 0.1, 0.5) × learning rates
+    ``lrs`` (default 0.004, 0.02, 0.1, 0.2, 0.4, 0.6, 1; fast: 0.004, 0.1, 0.6), for a mirrored
+    and a Gaussian init (width 8) on whitened symmetric Gaussian data (d = 8, teacher s = 1,
+    rescaled time T = 10). Cells are "collapse" (E < ``COLLAPSE_OK``), "no_collapse_smooth",
+    "no_collapse_oscillating" or "diverged".
+    """
+    if scales is None:
+        scales = (0.001, 0.1, 0.5) if fast else (0.001, 0.01, 0.1, 0.3, 0.5, 1)
+    if lrs is None:
+        lrs = (0.004, 0.1, 0.6) if fast else (0.004, 0.02, 0.1, 0.2, 0.4, 0.6, 1)
+    scales, lrs = positive_values("large_init", "scales", scales), positive_values("large_init", "lrs", lrs)
+    bar = progress_callback(progress)
+    d, s, T = 8, 1.0, 10.0
+    x0, _ = symmetric_gaussian(32 if fast else 64, d, seed)
+    x, y = symmetrize(x0, s * x0 @ unit_vector(d, seed))
+    out = {"setting": f"whitened symmetric Gaussian n={len(x)}, d={d}, teacher s={s}, "
+                      f"width 8, alphas {list(ALPHAS)}, time T={T} (rescaled)",
+           "error_definition": "max over alpha and t<=T of |L_alpha(t/c) - L_linear(t)| / L_linear(0) "
+                               "(error_vs_target: the same / (1/2n) sum y^2)",
+           "collapse_threshold": COLLAPSE_OK, "scales": scales, "lrs": lrs, "grids": {}}
+    examples = {}
+    for init in ("mirrored", "gaussian"):
+        err = np.full((len(scales), len(lrs)), np.nan)
+        err_y = np.full_like(err, np.nan)
+        osc = np.zeros_like(err, dtype=bool)
+        div = np.zeros_like(err, dtype=bool)
+        for i, scale in enumerate(bar(scales)):
+            if init == "mirrored":
+                W1, W2 = mirrored_init(d, 4, scale=scale, seed=seed)
+            else:
+                W1, W2 = gaussian_init([d, 8, 1], scale=scale, seed=seed)
+            for j, lr in enumerate(lrs):
+                col = slope_collapse(x, y, W1, W2, alphas=ALPHAS, lr=lr, time=T)
+                err[i, j], osc[i, j], div[i, j] = col.max_error, any(col.oscillating), any(col.diverged)
+                err_y[i, j] = float(np.max(col.errors_vs_target))
+                # Curves drawn for the largest mirrored init: smallest lr, 0.6 and the largest.
+                if init == "mirrored" and scale == max(scales) and (
+                        lr in (min(lrs), 0.6) or j == len(lrs) - 1):
+                    examples[lr] = col
+        regions = {"collapse": [], "no_collapse_smooth": [], "no_collapse_oscillating": [],
+                   "diverged": []}
+        for i, scale in enumerate(scales):
+            for j, lr in enumerate(lrs):
+                cell = [scale, lr]
+                if div[i, j]:
+                    regions["diverged"].append(cell)
+                elif err[i, j] < COLLAPSE_OK:
+                    regions["collapse"].append(cell)
+                elif osc[i, j]:
+                    regions["no_collapse_oscillating"].append(cell)
+                else:
+                    regions["no_collapse_smooth"].append(cell)
+        out["grids"][init] = {"error": [[None if not np.isfinite(e) else float(e) for e in row]
+                                        for row in err],
+                              "error_vs_target": [[None if not np.isfinite(e) else float(e) for e in row]
+                                                  for row in err_y],
+                              "oscillating": osc.tolist(), "diverged": div.tolist(),
+                              "regions": regions}
+    return ExperimentResult("large_init", out, {"examples": examples})

@@ -1,0 +1,21 @@
+"""Conditioning and angles beyond one batch (n up to a whole data set).
+
+``blocks``: the NumPy block engine (one block of the NTK, or one block's smallest angles);
+``sharded``: the same blocks on every JAX device; ``streaming``: the smallest gradient angle
+over all pairs without an n × n matrix; ``conditioning``: κ_eff of the n × n infinite-width NTK,
+exact (blockwise kernel + one eigvalsh) or matrix-free (Lanczos).
+"""
+from .._core.memory import InsufficientMemoryError as InsufficientMemoryError
+from .conditioning import (
+    MatrixFreeConditioning as MatrixFreeConditioning,
+    blockwise_ntk as blockwise_ntk,
+    exact_conditioning as exact_conditioning,
+    matrix_free_conditioning as matrix_free_conditioning,
+)
+from .sharded import device_mesh as device_mesh
+from .streaming import (
+    SmallestAngle as SmallestAngle,
+    StreamingAngles as StreamingAngles,
+    streaming_smallest_angles as streaming_smallest_angles,
+    streaming_smallest_kernel_angle as streaming_smallest_kernel_angle,
+)

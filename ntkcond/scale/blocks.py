@@ -1,0 +1,81 @@
+"""The NumPy block engine of ``ntkcond.scale``: one b × b block of the infinite-width NTK, or
+one block's candidate smallest angles, from row-normalised inputs. The sharded JAX engine
+(``ntkcond.scale.sharded``) computes the same blocks on devices; ``streaming`` and
+``conditioning`` drive either one.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._core.checks import sweep_layers
+from ..activations import parse_activation
+from ..infinite._recursion import angle_from, gradient_recursion
+from ..infinite.geometry import unit_geometry
+
+#: The key of the input angle θ₀ among the targets (the others are (activation, depth)).
+INPUT = "input"
+
+
+class AnglePlan:
+    """What to compute per block: the targets (activation, depth) and the recursion settings."""
+
+    def __init__(self, depths, activations, trainable, where):
+        acts = []
+        for a in activations:
+            act = parse_activation(a)
+            if act.name not in [b.name for b in acts]:
+                acts.append(act)
+        if not acts:
+            raise ValueError(f"{where}: expected at least one activation, got none")
+        self.depths, self.layers = sweep_layers(depths, trainable, where)
+        self.activations = acts
+        self.nonlinear = [a for a in acts if not a.is_linear]
+        self.targets = [INPUT] + [(a.name, L) for a in self.nonlinear for L in self.depths]
+
+
+def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan) -> dict:
+    """Per target, (value, i, j) of the block minimum, numpy; ``valid`` masks pairs i < j."""
+    out = {}
+    ncols = angle.shape[1]
+
+    def argmin(values):
+        k = int(np.argmin(values))
+        i, j = divmod(k, ncols)
+        return k, r0 + i, c0 + j
+
+    masked = np.where(valid, angle, np.inf)
+    k, i, j = argmin(masked)
+    if math.isfinite(masked.flat[k]):
+        out[INPUT] = (float(angle.flat[k]), i, j)
+    for act in plan.nonlinear:
+        for L, _, R, Z, _ in gradient_recursion(angle, cos, plan.depths, act, plan.layers):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(valid, R / Z, np.inf)  # tan²(φ/2), increasing in φ
+            k, i, j = argmin(ratio)
+            if ratio.flat[k] < np.inf:
+                out[(act.name, L)] = (float(angle_from(R.flat[k], Z.flat[k])), i, j)
+    return out
+
+
+def numpy_angle_block(xh, r0, r1, c0, c1, plan: AnglePlan) -> dict:
+    """Candidates of the block rows r0:r1 × columns c0:c1 (only pairs i < j)."""
+    same = r0 == c0
+    angle, cos = unit_geometry(xh[r0:r1], xh[c0:c1], same)
+    valid = (np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])
+    return block_candidates(angle, cos, valid, r0, c0, plan)
+
+
+def merge_candidates(best: dict, cand: dict) -> None:
+    """Keep the smaller (value, i, j) per target: lexicographic, so ties go to row-major first."""
+    for key, item in cand.items():
+        if key not in best or item < best[key]:
+            best[key] = item
+
+
+def numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers):
+    """{L: K[r0:r1, c0:c1]} for every depth, as ``infinite_ntk`` computes each entry."""
+    angle, cos = unit_geometry(xh[r0:r1], xh[c0:c1], r0 == c0)
+    scale = np.outer(norms[r0:r1], norms[c0:c1]) / d
+    return {L: scale * T for L, T, _, _, _ in gradient_recursion(angle, cos, depths, act, layers)}

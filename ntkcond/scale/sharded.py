@@ -1,0 +1,263 @@
+"""Blockwise kernels and angles on every JAX device, through ``jax.sharding`` and ``shard_map``.
+
+One block row of pairs (b rows × the columns right of them) is cut into chunks of D·b columns,
+D the number of devices; each chunk is laid out over a 1-D device mesh ("d") with
+``NamedSharding(mesh, P("d"))``, every device computing its b × b block with the same
+recursion as the numpy path (``ntkcond.angles.gradient_recursion`` with ``xp=jax.numpy``,
+under ``jax.jit``), and returning only its block minima. No home-made distribution layer:
+XLA places and runs the blocks; the host merges a few numbers per device.
+
+It runs unchanged on one CPU, several GPUs or a TPU slice:
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=4 python scripts/min_angle.py ...  # 4 CPU devices
+    python scripts/min_angle.py --backend jax ...                                       # all GPUs/TPUs
+
+Pairs within 0.1 rad of 0 or π are flagged on the device (up to ``_REFINE_CAPACITY`` per block)
+and recomputed on the host in float64 with Kahan's formula and the numpy recursion, as in
+``ntkcond.infinite``; a block with more flagged pairs is recomputed on the host whole.
+
+float64 is scoped with a context manager (``x64``), never switched on globally.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._core.x64 import x64
+from ..infinite._recursion import angle_from, gradient_recursion
+from ..infinite.geometry import REFINE_WITHIN, kahan_angles
+from .blocks import INPUT, merge_candidates, numpy_angle_block, numpy_kernel_blocks
+
+__all__ = ["device_mesh"]
+
+_REFINE_CAPACITY = 4096  # flagged pairs per device block handed to the host
+
+
+
+
+def _shard_map():
+    try:
+        from jax import shard_map  # jax ≥ 0.7
+    except ImportError:
+        from jax.experimental.shard_map import shard_map
+    return shard_map
+
+
+def _devices(devices, where: str):
+    import jax
+
+    available = jax.devices()
+    if devices is None:
+        return available
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        if not 1 <= devices <= len(available):
+            raise ValueError(
+                f"{where}: expected 1 <= devices <= {len(available)} (available JAX devices), got {devices}"
+            )
+        return available[: int(devices)]
+    devices = list(devices)
+    if not devices:
+        raise ValueError(f"{where}: expected at least one device, got none")
+    return devices
+
+
+def device_mesh(devices=None):
+    """A 1-D ``jax.sharding.Mesh`` named ("d",) over ``devices`` (default: all JAX devices).
+
+    Args:
+      devices: None, a count (the first k devices) or a list of ``jax.Device``.
+    """
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(_devices(devices, "device_mesh")), ("d",))
+
+
+class ShardedAngleBlocks:
+    """Block-row minima of ``streaming.AnglePlan`` targets, sharded over a device mesh."""
+
+    def __init__(self, xh, block, plan, *, devices=None, dtype="float64", where="sharding"):
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        self.xh, self.block, self.plan, self.where = xh, block, plan, where
+        self.n = xh.shape[0]
+        self.mesh = device_mesh(_devices(devices, where))
+        self.n_devices = self.mesh.devices.size
+        self.chunk = self.n_devices * block
+        n_rows = -(-self.n // block)
+        self.xpad = np.zeros(((n_rows + self.n_devices) * block, xh.shape[1]), dtype=dtype)
+        self.xpad[: self.n] = xh
+        self.col_sharding = NamedSharding(self.mesh, P("d"))
+        self.replicated = NamedSharding(self.mesh, P())
+        self.dtype = dtype
+        with x64():
+            self.fn = jax.jit(_shard_map()(
+                functools.partial(_device_block, n=self.n, plan=plan),
+                mesh=self.mesh,
+                in_specs=(P(), P("d"), P(), P()),
+                out_specs=(P("d"),) * 6,
+            ))
+
+    def row(self, I):
+        import jax
+
+        b, n = self.block, self.n
+        r0 = I * b
+        out = []
+        with x64():
+            xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
+            for c0 in range(r0, n, self.chunk):
+                xc = jax.device_put(self.xpad[c0 : c0 + self.chunk], self.col_sharding)
+                res = self.fn(xr, xc, np.int64(r0), np.int64(c0))
+                res = [np.asarray(a) for a in jax.device_get(res)]
+                for dev in range(self.n_devices):
+                    out.append(self._candidates(r0, c0 + dev * b, [a[dev] for a in res]))
+        return out
+
+    def _candidates(self, r0, c0, res):
+        """Host side of one device block: targets' minima plus the refined (flagged) pairs."""
+
+        ks, keys, first, second, flagged, count = res
+        b, n = self.block, self.n
+        if count > _REFINE_CAPACITY:  # too many near-parallel pairs: the whole block on the host
+            return numpy_angle_block(self.xh, r0, min(n, r0 + b), c0, min(n, c0 + b), self.plan)
+        cand = {}
+        for t, key in enumerate(self.plan.targets):
+            if not np.isfinite(keys[t]):
+                continue
+            i, j = divmod(int(ks[t]), b)
+            value = float(first[t]) if key == INPUT else float(angle_from(first[t], second[t]))
+            cand[key] = (value, r0 + i, c0 + j)
+        if count:
+            i, j = np.divmod(flagged[:count].astype(np.int64), b)
+            rows, cols = r0 + i, c0 + j
+            _merge_refined(cand, self.xh, rows, cols, self.plan)
+        return cand
+
+
+def _merge_refined(cand, xh, rows, cols, plan):
+    """Exact float64 angles of flagged pairs (Kahan + numpy recursion), merged into ``cand``."""
+
+    angle = kahan_angles(xh, xh, rows, cols)
+    cos = np.cos(angle)
+
+    def best_of(values):
+        k = np.lexsort((cols, rows, values))[0]  # smallest value, then row-major first
+        return float(values[k]), int(rows[k]), int(cols[k])
+
+    found = {INPUT: best_of(angle)}
+    for act in plan.nonlinear:
+        for L, _, R, Z, _ in gradient_recursion(angle, cos, plan.depths, act, plan.layers):
+            found[(act.name, L)] = best_of(angle_from(R, Z))
+    merge_candidates(cand, found)
+
+
+def _device_block(xr, xc, r0, c0, *, n, plan):
+    """One device's b × b block: minima per target, in the layout ``out_specs`` stacks."""
+    import jax
+    import jax.numpy as jnp
+
+    b, bl = xr.shape[0], xc.shape[0]
+    cols = c0 + jax.lax.axis_index("d") * bl + jnp.arange(bl)
+    rows = r0 + jnp.arange(b)
+    valid = (rows[:, None] < cols[None, :]) & (cols[None, :] < n)
+    cos = jnp.clip(jnp.matmul(xr, xc.T, precision=jax.lax.Precision.HIGHEST), -1.0, 1.0)
+    angle = angle_from(1.0 - cos, 1.0 + cos, jnp)
+    flagged = valid & ((angle < REFINE_WITHIN) | (angle > np.pi - REFINE_WITHIN))
+    ok = valid & ~flagged
+    ks, keys, first, second = [], [], [], []
+
+    def pick(key_values, a, c):
+        masked = jnp.where(ok, key_values, jnp.inf).ravel()
+        k = jnp.argmin(masked)
+        ks.append(k)
+        keys.append(masked[k])
+        first.append(a.ravel()[k])
+        second.append(c.ravel()[k])
+
+    pick(angle, angle, angle)
+    for act in plan.nonlinear:
+        for _, _, R, Z, _ in gradient_recursion(angle, cos, plan.depths, act, plan.layers, jnp):
+            pick(R / Z, R, Z)
+    (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
+    count = jnp.sum(flagged)
+    stack = lambda v: jnp.stack(v)[None]  # noqa: E731
+    return stack(ks), stack(keys), stack(first), stack(second), idx[None], count[None]
+
+
+class ShardedKernelBlocks:
+    """NTK blocks of one block row for several depths, sharded over a device mesh (float64)."""
+
+    def __init__(self, xh, norms, d, block, act, depths, layers, devices, where):
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        self.xh, self.norms, self.d, self.block = xh, norms, d, block
+        self.act, self.depths, self.layers = act, depths, layers
+        self.n = xh.shape[0]
+        self.mesh = device_mesh(_devices(devices, where))
+        self.n_devices = self.mesh.devices.size
+        self.chunk = self.n_devices * block
+        n_rows = -(-self.n // block)
+        self.xpad = np.zeros(((n_rows + self.n_devices) * block, xh.shape[1]))
+        self.xpad[: self.n] = xh
+        self.col_sharding = NamedSharding(self.mesh, P("d"))
+        self.replicated = NamedSharding(self.mesh, P())
+        with x64():
+            self.fn = jax.jit(_shard_map()(
+                functools.partial(_device_kernel_block, n=self.n, act=act, depths=depths, layers=layers),
+                mesh=self.mesh,
+                in_specs=(P(), P("d"), P(), P()),
+                out_specs=(P("d"),) * 3,
+            ))
+
+    def row(self, r0, r1):
+        """Yields (c0, c1, {L: K[r0:r1, c0:c1]}) for the column blocks c0 ≥ r0."""
+        import jax
+
+
+        b, n = self.block, self.n
+        with x64():
+            xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
+            for g0 in range(r0, n, self.chunk):
+                xc = jax.device_put(self.xpad[g0 : g0 + self.chunk], self.col_sharding)
+                T, flagged, count = (np.asarray(a) for a in jax.device_get(self.fn(xr, xc, np.int64(r0), np.int64(g0))))
+                for dev in range(self.n_devices):
+                    c0 = g0 + dev * b
+                    if c0 >= n:
+                        break
+                    c1 = min(n, c0 + b)
+                    if count[dev] > _REFINE_CAPACITY:
+                        yield c0, c1, numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, c0, c1,
+                                                           self.act, self.depths, self.layers)
+                        continue
+                    blocks = {L: T[dev, t, : r1 - r0, : c1 - c0].copy() for t, L in enumerate(self.depths)}
+                    if count[dev]:
+                        i, j = np.divmod(flagged[dev, : count[dev]].astype(np.int64), b)
+                        rows, cols = r0 + i, c0 + j
+                        angle = kahan_angles(self.xh, self.xh, rows, cols)
+                        for L, Tr, _, _, _ in gradient_recursion(angle, np.cos(angle), self.depths,
+                                                                  self.act, self.layers):
+                            blocks[L][i, j] = Tr
+                    scale = np.outer(self.norms[r0:r1], self.norms[c0:c1]) / self.d
+                    yield c0, c1, {L: scale * K for L, K in blocks.items()}
+
+
+def _device_kernel_block(xr, xc, r0, c0, *, n, act, depths, layers):
+    """One device's block of the normalised NTK T for every depth, and its flagged pairs."""
+    import jax
+    import jax.numpy as jnp
+
+    b, bl = xr.shape[0], xc.shape[0]
+    cols = c0 + jax.lax.axis_index("d") * bl + jnp.arange(bl)
+    rows = r0 + jnp.arange(b)
+    valid = (rows[:, None] < n) & (cols[None, :] < n)
+    cos = jnp.clip(jnp.matmul(xr, xc.T, precision=jax.lax.Precision.HIGHEST), -1.0, 1.0)
+    angle = angle_from(1.0 - cos, 1.0 + cos, jnp)
+    flagged = valid & ((angle < REFINE_WITHIN) | (angle > np.pi - REFINE_WITHIN))
+    T = jnp.stack([Tl for _, Tl, _, _, _ in gradient_recursion(angle, cos, depths, act, layers, jnp)])
+    (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
+    return T[None], idx[None], jnp.sum(flagged)[None]

@@ -1,0 +1,391 @@
+"""The smallest gradient angle over all pairs of a data set, streamed block by block.
+
+For n inputs there are n(n − 1)/2 pairs: 5·10⁷ for the MNIST test set, 1.8·10⁹ for MNIST
+train. At infinite width the gradient angle of a pair at depth L depends on the input angle θ₀
+only (``angles`` eq. (4)):
+
+    φ_L = 2 atan2(√R_L, √Z_L),   R_L = Σ_{i∈S} (1 − cos θ_i Π ġ),   Z_L = Σ_{i∈S} (1 + cos θ_i Π ġ),
+
+so no n × n matrix is needed. The pairs (i < j) are visited in b × b blocks of the upper
+triangle: Gram block of the unit rows → θ₀ (Kahan's formula within 0.1 rad of 0 or π, exactly
+as ``ntkcond.infinite``) → one pass of the angle-native recursion for every depth at once →
+per depth, the block minimum of tan²(φ/2) = R/Z, which is increasing in φ, so φ itself is
+evaluated only at the minimiser. The running minimum and its pair are kept in float64.
+Memory is O(b² + n·d) whatever n is.
+
+Linear nets have φ = θ₀ at every depth and for every trainable set, so their answer is the
+smallest input angle; it costs nothing beyond the Gram blocks.
+
+Ties go to the pair (i, j) first in row-major order, as ``smallest_gradient_angle``; pairs whose
+angles agree to the last bit may still come out differently there, because a blocked Gram
+matrix and the full one can differ in the last bit.
+
+Backends: ``"numpy"`` runs the recursion of ``ntkcond.angles`` on numpy blocks, with
+``workers`` threads over the blocks of a block row (numpy releases the GIL); ``"jax"`` runs the
+same recursion under ``jax.jit`` with the blocks of a block row sharded over all JAX devices
+(``ntkcond.sharding``). ``"auto"`` takes ``"jax"`` when there is an accelerator or more than
+one device, else ``"numpy"`` (faster than XLA for float64 transcendental functions on CPU).
+
+Interrupted runs resume: with ``checkpoint=path``, the state after every finished block row is
+written atomically as JSON (data fingerprint, next block row, running minima); a later call with
+the same data and settings continues from there.
+
+At finite width the same streaming applies to a kernel given by per-layer features,
+``streaming_smallest_kernel_angle``: for an MLP with one output, the empirical NTK is
+Σ_l (H_l H_lᵀ) ⊙ (D_l D_lᵀ), H_l the layer inputs and D_l the back-propagated output
+derivatives (n × m_l each), so blocks of the kernel cost O(b²·Σm) and memory O(n·Σm + b²).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from .._core.checks import as_data
+from .._core.io import atomic_write
+from ..activations import parse_activation
+from ..infinite.geometry import normalised_rows
+from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
+
+__all__ = [
+    "SmallestAngle",
+    "StreamingAngles",
+    "streaming_smallest_angles",
+    "streaming_smallest_kernel_angle",
+]
+
+_CHECKPOINT_KIND = "ntkcond.streaming_smallest_angles"
+_CHECKPOINT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallestAngle:
+    """The smallest gradient angle of one (activation, depth) over all pairs.
+
+    Attributes:
+      activation: activation name ("relu", "linear", "leaky_relu(0.1)", ...).
+      depth: number of hidden layers L.
+      angle: the smallest angle φ in radians.
+      pair: (i, j), i < j, row indices of the pair attaining it.
+    """
+
+    activation: str
+    depth: int
+    angle: float
+    pair: tuple[int, int]
+
+    @property
+    def degrees(self) -> float:
+        return math.degrees(self.angle)
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamingAngles:
+    """Result of ``streaming_smallest_angles``.
+
+    Attributes:
+      n, d: number and dimension of the inputs.
+      pairs: n(n − 1)/2, the number of pairs examined.
+      block: block size b.
+      trainable: the trainable layers setting.
+      input_angle: smallest angle between two inputs θ₀, radians; input_pair its pair.
+      results: one ``SmallestAngle`` per (activation, depth), activations in the order given,
+        depths ascending.
+      backend: "numpy" or "jax"; devices: number of devices (1 for numpy); dtype of the blocks.
+      seconds: wall time of the computation (summed over resumed runs).
+      resumed_from_row_block: the block row a checkpoint let the run start at (0 if none).
+    """
+
+    n: int
+    d: int
+    pairs: int
+    block: int
+    trainable: object
+    input_angle: float
+    input_pair: tuple[int, int]
+    results: tuple[SmallestAngle, ...]
+    backend: str
+    devices: int
+    dtype: str
+    seconds: float
+    resumed_from_row_block: int = 0
+
+    def get(self, activation, depth: int) -> SmallestAngle:
+        """The ``SmallestAngle`` of one activation (any accepted spelling) and depth."""
+        name = parse_activation(activation).name
+        for r in self.results:
+            if r.activation == name and r.depth == int(depth):
+                return r
+        raise KeyError(f"StreamingAngles.get: no result for activation {name!r}, depth {depth}")
+
+
+def _as_block(block, where: str) -> int:
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 2:
+        raise ValueError(f"{where}: expected an integer block size >= 2, got {block!r}")
+    return int(block)
+
+
+def _row_pairs(n: int, r0: int, r1: int) -> int:
+    """Pairs (i, j), i < j < n, with r0 ≤ i < r1."""
+    return sum(n - 1 - i for i in range(r0, r1))
+
+
+def _fingerprint(xh, block, plan: AnglePlan, trainable, dtype) -> dict:
+    return {
+        "n": int(xh.shape[0]),
+        "d": int(xh.shape[1]),
+        "block": block,
+        "depths": plan.depths,
+        "activations": [a.name for a in plan.activations],
+        "trainable": trainable if isinstance(trainable, str) else sorted(int(i) for i in trainable),
+        "dtype": dtype,
+        "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest(),
+    }
+
+
+def _key_str(key) -> str:
+    return INPUT if key == INPUT else f"{key[0]}/{key[1]}"
+
+
+def _key_parse(text: str):
+    if text == INPUT:
+        return INPUT
+    name, depth = text.rsplit("/", 1)
+    return (name, int(depth))
+
+
+def _load_checkpoint(path, fingerprint, where):
+    if path is None or not os.path.exists(path):
+        return 0, {}, 0.0
+    try:
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+        ok = state.get("kind") == _CHECKPOINT_KIND and state.get("version") == _CHECKPOINT_VERSION
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{where}: cannot read checkpoint {path} ({err})") from None
+    if not ok:
+        raise ValueError(f"{where}: {path} is not a {_CHECKPOINT_KIND} checkpoint (version {_CHECKPOINT_VERSION})")
+    if state["fingerprint"] != fingerprint:
+        diff = sorted(k for k in fingerprint if state["fingerprint"].get(k) != fingerprint[k])
+        raise ValueError(
+            f"{where}: checkpoint {path} belongs to another run (differs in {', '.join(diff)}); "
+            "delete it or pass another checkpoint path"
+        )
+    best = {_key_parse(k): (float(v[0]), int(v[1]), int(v[2])) for k, v in state["best"].items()}
+    return int(state["next_row_block"]), best, float(state.get("seconds", 0.0))
+
+
+def _save_checkpoint(path, fingerprint, next_row_block, best, seconds):
+    state = {
+        "kind": _CHECKPOINT_KIND,
+        "version": _CHECKPOINT_VERSION,
+        "fingerprint": fingerprint,
+        "next_row_block": next_row_block,
+        "best": {_key_str(k): list(v) for k, v in best.items()},
+        "seconds": seconds,
+    }
+    atomic_write(path, json.dumps(state, indent=1) + "\n")
+
+
+def _choose_backend(backend: str, where: str) -> str:
+    if backend not in ("auto", "numpy", "jax"):
+        raise ValueError(f"{where}: expected backend 'auto', 'numpy' or 'jax', got {backend!r}")
+    if backend != "auto":
+        return backend
+    import jax
+
+    return "jax" if jax.default_backend() != "cpu" or jax.device_count() > 1 else "numpy"
+
+
+def streaming_smallest_angles(
+    x,
+    *,
+    depths,
+    activations=("relu", "linear"),
+    trainable="all",
+    block: int = 1024,
+    backend: str = "auto",
+    devices=None,
+    dtype: str = "float64",
+    workers: int | None = None,
+    checkpoint: str | None = None,
+    progress: bool = False,
+    max_row_blocks: int | None = None,
+) -> StreamingAngles:
+    """Smallest infinite-width gradient angle over all pairs of rows of x, per activation and depth.
+
+    Streams the n(n − 1)/2 pairs in b × b blocks (module docstring); memory O(b² + n·d).
+    Equals ``smallest_gradient_angle(x, depth=L, ...)`` for every L, without the n × n matrix.
+
+    Args:
+      x: (n, d) inputs, n ≥ 2, no zero rows.
+      depths: iterable of depths L ≥ 0, all computed in one pass.
+      activations: activation spellings (``parse_activation``); default ReLU and linear.
+      trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
+      block: block size b (default 1024: 8 MB per b × b float64 array).
+      backend: "auto", "numpy" or "jax" (module docstring).
+      devices: jax backend: None (all devices), a count, or a list of ``jax.Device``.
+      dtype: jax backend: "float64" (default) or "float32" (matmuls at highest precision);
+        the numpy backend is always float64.
+      workers: numpy backend: threads over the blocks of a block row (default: CPU count, ≤ 8).
+      checkpoint: path of a JSON checkpoint, written atomically after every block row and
+        read at the start to resume; None for no checkpoint.
+      progress: show a tqdm progress bar over pairs.
+      max_row_blocks: stop after this many block rows in this call (with ``checkpoint``, to
+        split a long run; the result then covers only the rows done so far).
+
+    Returns:
+      ``StreamingAngles`` (angles in radians).
+
+    Raises:
+      TypeError, ValueError: bad data (not (n, d), n < 2, zero row, NaN), bad depths,
+        activations, block, backend or dtype, or a checkpoint from another run.
+    """
+    where = "streaming_smallest_angles"
+    x = as_data(x, where, "x")
+    n, d = x.shape
+    if n < 2:
+        raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got shape {x.shape}")
+    block = _as_block(block, where)
+    plan = AnglePlan(depths, activations, trainable, where)
+    backend = _choose_backend(backend, where)
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"{where}: expected dtype 'float64' or 'float32', got {dtype!r}")
+    if backend == "numpy" and dtype != "float64":
+        raise ValueError(f"{where}: the numpy backend computes in float64; got dtype {dtype!r}")
+    xh, _ = normalised_rows(x, where, "x")
+    del x
+    fingerprint = _fingerprint(xh, block, plan, trainable, dtype)
+    start_row, best, seconds_before = _load_checkpoint(checkpoint, fingerprint, where)
+    n_rows = -(-n // block)
+
+    if backend == "numpy":
+        workers = workers or min(8, os.cpu_count() or 1)
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+
+        def row(I):
+            r0, r1 = I * block, min(n, (I + 1) * block)
+            spans = [(J * block, min(n, (J + 1) * block)) for J in range(I, n_rows)]
+            args = [(xh, r0, r1, c0, c1, plan) for c0, c1 in spans]
+            if pool is None:
+                return [numpy_angle_block(*a) for a in args]
+            return list(pool.map(lambda a: numpy_angle_block(*a), args))
+
+        n_devices = 1
+    else:
+        from .sharded import ShardedAngleBlocks
+
+        engine = ShardedAngleBlocks(xh, block, plan, devices=devices, dtype=dtype, where=where)
+        row, n_devices, pool = engine.row, engine.n_devices, None
+
+    from tqdm.auto import tqdm
+
+    done = _row_pairs(n, 0, min(n, start_row * block))
+    bar = tqdm(total=n * (n - 1) // 2, initial=done, unit="pair", unit_scale=True,
+               desc=where, disable=not progress)
+    t0 = time.perf_counter()
+    stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
+    try:
+        for I in range(start_row, stop):
+            for cand in row(I):
+                merge_candidates(best, cand)
+            if checkpoint is not None:
+                _save_checkpoint(checkpoint, fingerprint, I + 1, best,
+                                 seconds_before + time.perf_counter() - t0)
+            bar.update(_row_pairs(n, I * block, min(n, (I + 1) * block)))
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.shutdown()
+    seconds = seconds_before + time.perf_counter() - t0
+    if INPUT not in best:  # only possible when max_row_blocks stopped before any pair
+        raise ValueError(f"{where}: max_row_blocks = {max_row_blocks} covered no pair")
+    input_angle, i0, j0 = best[INPUT]
+    results = []
+    for act in plan.activations:
+        for L in plan.depths:
+            value, i, j = best[INPUT] if act.is_linear else best[(act.name, L)]
+            results.append(SmallestAngle(act.name, L, value, (i, j)))
+    return StreamingAngles(
+        n=n, d=d, pairs=n * (n - 1) // 2, block=block, trainable=trainable,
+        input_angle=input_angle, input_pair=(i0, j0), results=tuple(results),
+        backend=backend, devices=n_devices, dtype=dtype, seconds=seconds,
+        resumed_from_row_block=start_row,
+    )
+
+
+def _as_features(features, where):
+    pairs = []
+    try:
+        items = list(features)
+    except TypeError:
+        raise TypeError(f"{where}: expected a sequence of (H, D) array pairs, got {type(features).__name__}") from None
+    for idx, item in enumerate(items):
+        try:
+            H, D = item
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}: expected features[{idx}] as an (H, D) pair of arrays") from None
+        H = np.asarray(H, dtype=np.float64)
+        D = np.ones((len(H), 1)) if D is None else np.asarray(D, dtype=np.float64)
+        if H.ndim != 2 or D.ndim != 2 or len(H) != len(D):
+            raise ValueError(
+                f"{where}: expected features[{idx}] = (H, D) of shapes (n, m) and (n, k), "
+                f"got {H.shape} and {D.shape}"
+            )
+        pairs.append((H, D))
+    if not pairs:
+        raise ValueError(f"{where}: expected at least one layer of features, got none")
+    n = len(pairs[0][0])
+    if any(len(H) != n for H, _ in pairs):
+        raise ValueError(f"{where}: expected the same n rows in every layer's features")
+    return pairs, n
+
+
+def streaming_smallest_kernel_angle(features, *, block: int = 1024) -> tuple[float, int, int]:
+    """Smallest angle between model gradients for a kernel given by per-layer features.
+
+    K = Σ_l (H_l H_lᵀ) ⊙ (D_l D_lᵀ): for a one-output MLP, ∂f/∂W_l = D_l[i] ⊗ H_l[i], so
+    ⟨∇f(x_i), ∇f(x_j)⟩ = Σ_l ⟨H_l[i], H_l[j]⟩⟨D_l[i], D_l[j]⟩ (finite width, empirical NTK).
+    Streams b × b blocks of K and reads angles off them with ``spectrum`` eq. (2),
+    atan2(√(K_ii K_jj − K_ij²), K_ij); as for any kernel, angles below ~1e-8 rad are not
+    resolved (use the infinite-width ``streaming_smallest_angles`` for those).
+
+    Args:
+      features: sequence of (H_l, D_l) pairs of (n, m_l) and (n, k_l) arrays; D_l = None
+        stands for ones (the read-out, whose output derivative is 1). These are the
+        (inputs, grads) lists of the empirical-NTK feature map of issue 3, layer by layer.
+      block: block size b.
+
+    Returns:
+      (angle in radians, i, j), i < j; ties to the row-major first pair.
+    """
+    where = "streaming_smallest_kernel_angle"
+    pairs, n = _as_features(features, where)
+    if n < 2:
+        raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got n = {n}")
+    block = _as_block(block, where)
+    diag = sum(np.einsum("ij,ij->i", H, H) * np.einsum("ij,ij->i", D, D) for H, D in pairs)
+    if np.any(diag <= 0):
+        i = int(np.argmax(diag <= 0))
+        raise ValueError(f"{where}: expected nonzero gradients, got K[{i},{i}] = {diag[i]}")
+    best = None
+    for r0 in range(0, n, block):
+        r1 = min(n, r0 + block)
+        for c0 in range(r0, n, block):
+            c1 = min(n, c0 + block)
+            K = sum((H[r0:r1] @ H[c0:c1].T) * (D[r0:r1] @ D[c0:c1].T) for H, D in pairs)
+            sin_part = np.sqrt(np.maximum(np.outer(diag[r0:r1], diag[c0:c1]) - K**2, 0.0))
+            angle = np.arctan2(sin_part, K)
+            angle[~(np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])] = np.inf
+            k = int(np.argmin(angle))
+            i, j = divmod(k, c1 - c0)
+            if math.isfinite(angle.flat[k]):
+                cand = (float(angle.flat[k]), r0 + i, c0 + j)
+                best = cand if best is None or cand < best else best
+    return best
