@@ -17,20 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
-import matplotlib
+from tqdm.auto import tqdm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
-
-from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
-from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix  # noqa: E402
-from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
-from ntkcond._core.io import atomic_savefig, atomic_write  # noqa: E402
-from ntkcond.runs.cli import run_main  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import experiments as bx
+from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix
+from ntkcond.papers.zhang_saxe_latham.run import run_experiments
+from ntkcond.runs.cli import add_run_arguments, parser, run_main
 
 PROG = "biasfree_dynamics"
 
@@ -73,12 +67,11 @@ def _experiments(args) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = parser(PROG, __doc__)
     p.add_argument("command", choices=["expressivity", "equivalence", "closed-form",
                                        "symmetry-breaking", "deep", "ntk", "orthogonal", "xor",
                                        "rank-one", "large-init", "all"])
     p.add_argument("--fast", action="store_true", help="small, quick configuration")
-    p.add_argument("--out", default=os.path.join("runs", PROG), help="output folder")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dataset", default="gaussian", choices=["gaussian", "digits"],
                    help="equivalence: whitened Gaussian or whitened digits (+ negatives)")
@@ -98,32 +91,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="orthogonal: scaled basis vectors or orthogonalised digits images")
     p.add_argument("--scales", default=None, help="large-init: init scales of the phase diagram")
     p.add_argument("--grid-lrs", default=None, help="large-init: learning rates of the phase diagram")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_run_arguments(p, PROG)
     return p
 
 
 def run(args) -> dict:
     experiments = _experiments(args)  # every flag is parsed before anything runs
     names = list(experiments) if args.command == "all" else [args.command]
-    os.makedirs(args.out, exist_ok=True)
-    summary = {}
-    for name in tqdm(names, desc=PROG, disable=args.no_progress or len(names) == 1):
-        fn, kwargs = experiments[name]
-        bar = lambda it, _n=name: tqdm(it, desc=f"{PROG} {_n}", disable=args.no_progress,  # noqa: E731
-                                       leave=False)
-        result = fn(fast=args.fast, seed=args.seed, progress=bar, **kwargs)
-        out = dict(result.summary)
-        fig = plot(result)
-        out["figure"] = os.path.join(args.out, f"{result.name}.png")
-        atomic_savefig(fig, out["figure"], dpi=120)
-        plt.close(fig)
-        out["config"] = {"fast": args.fast, "seed": args.seed}
-        atomic_write(os.path.join(args.out, f"summary_{name}.json"),
-                     json.dumps(out, indent=2, default=float) + "\n")
-        summary[name] = out
-    if args.command == "all":
-        atomic_write(os.path.join(args.out, "summary.json"),
-                     json.dumps(summary, indent=2, default=float) + "\n")
+
+    def bar(it, name):
+        label = PROG if name is None else f"{PROG} {name}"
+        quiet = args.no_progress or (name is None and len(names) == 1)
+        return tqdm(it, desc=label, disable=quiet, leave=name is None)
+
+    config = {"fast": args.fast, "seed": args.seed}
+    summary = run_experiments({n: experiments[n] for n in names}, args.out, config=config,
+                              write_all=args.command == "all", resume=args.resume,
+                              overwrite=args.overwrite, progress=bar)
     print(json.dumps(summary, indent=2, default=float))
     return summary
 

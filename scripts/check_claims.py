@@ -2,50 +2,53 @@
 """Check each formula and theorem claim of Liu & Hui (arXiv 2305.08813) against an
 independent computation, and write a PASS/FAIL report.
 
-    python scripts/check_claims.py            # fast mode (under a minute)
-    python scripts/check_claims.py --full     # more widths, seeds and depths
-    python scripts/check_claims.py --only 7 10
+examples:
+  python scripts/check_claims.py            # fast mode (under a minute)
+  python scripts/check_claims.py --full     # more widths, seeds and depths
+  python scripts/check_claims.py --only 7 10
 
-Writes claims.md, claims.json and one PNG per figure to --out (default runs/claims).
+Writes claims.md, claims.json and one PNG per figure to --out (an earlier report there is
+replaced only with --overwrite). The checks on real images read mnist_test.npz and
+cifar10_test.npz from --data-dir when present, and always use scikit-learn's digits.
 Exit code 0 whatever the verdicts (a FAIL is a finding, e.g. claim 9b); 2 on bad input.
+The library call: ntkcond.papers.liu_hui.run.check_claims.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from tqdm.auto import tqdm
 
-from ntkcond.papers.liu_hui.report import plot_gradient_angle_map, run_claims, write_report
+from ntkcond.papers.liu_hui.run import check_claims
+from ntkcond.runs.cli import add_run_arguments, parser, run_main
 
 PROG = "check_claims"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+def build_parser():
+    p = parser(PROG, __doc__)
     p.add_argument("--full", action="store_true", help="full mode (slower, tighter)")
     p.add_argument("--only", nargs="+", default=None, help="claim ids to run, e.g. 1 7 9")
-    p.add_argument("--out", default=os.path.join("runs", "claims"))
-    p.add_argument("--no-progress", action="store_true")
-    args = p.parse_args(argv)
-    mode = "full" if args.full else "fast"
-    try:
-        bar = tqdm(desc=PROG, unit="check", disable=args.no_progress)
-        claims = run_claims(fast=not args.full, outdir=args.out, only=args.only,
-                            progress=lambda name: (bar.set_postfix_str(name), bar.update(1)))
-        bar.close()
-        if not claims:
-            raise ValueError(f"--only: no claim matches {args.only}")
-        plot_gradient_angle_map(args.out)
-        md, js = write_report(claims, args.out, mode=mode)
-    except (ValueError, TypeError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+    p.add_argument("--data-dir", default=os.path.join("..", "shared", "data"),
+                   help="folder with mnist_test.npz and cifar10_test.npz (optional)")
+    add_run_arguments(p, "claims", resume=False)
+    return p
+
+
+def run(args):
+    with tqdm(desc=PROG, unit="check", disable=args.no_progress) as bar:
+        claims, md, _ = check_claims(args.out, fast=not args.full, only=args.only,
+                                     data_dir=args.data_dir, overwrite=args.overwrite,
+                                     progress=lambda name: (bar.set_postfix_str(name), bar.update(1)))
     for c in claims:
         print(f"{c.id:>4}  {'PASS' if c.passed else 'FAIL'}  error {c.error:9.3g}  tol {c.tolerance:9.3g}  {c.title}")
     print(f"report: {os.path.abspath(md)}")
-    return 0
+    return claims
+
+
+def main(argv=None) -> int:
+    return run_main(PROG, build_parser(), run, argv)
 
 
 if __name__ == "__main__":

@@ -1,36 +1,28 @@
 #!/usr/bin/env python3
 """NTK condition number and smallest gradient angle against depth, ReLU beside linear.
 
-    python scripts/cond_vs_depth.py                      # digits, batch 512, depths 0-10
-    python scripts/cond_vs_depth.py --dataset path/to/file.npz --batch 256 --depths 0,1,5
-    python scripts/cond_vs_depth.py --width inf 512 2048 --seeds 5   # finite beside infinite
+examples:
+  python scripts/cond_vs_depth.py                      # digits, batch 512, depths 0-10
+  python scripts/cond_vs_depth.py --dataset cifar10 --split test --data-dir ../shared/data
+  python scripts/cond_vs_depth.py --dataset path/to/file.npz --preset mnist --depths 0,1,5
+  python scripts/cond_vs_depth.py --width inf 512 2048 --seeds 5   # finite beside infinite
 
-Finite widths are exact empirical NTKs of ntkcond.mlp nets (structured path, float64), one
-net per seed 0 … --seeds − 1, the same nets on every batch.
-
-Writes to --out: records.jsonl (one JSON record per batch × depth × activation, appended as
-each finishes), summary.csv, figure.png and config.json; prints the summary table and the
-figure's path. --resume continues a killed run without recomputing or duplicating records;
-a run directory is never silently overwritten (--overwrite).
+Finite widths are exact empirical NTKs of ntkcond.mlp nets (float64), one net per seed
+0 … --seeds − 1, the same nets on every batch. Writes to --out: config.json, records.jsonl
+(one record per batch × width × activation × seed × depth, appended as each finishes),
+summary.csv (median, mean, min, max over batches and seeds) and figure.png; prints the table
+(medians) and the figure's path. --resume continues a killed run; a run directory is never
+replaced without --overwrite. The library call: ntkcond.runs.cond_vs_depth.cond_vs_depth.
 """
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import os
 import sys
 
-import numpy as np
-from tqdm.auto import tqdm
-
-from ntkcond import datasets, parse_activation
-from ntkcond._core.io import atomic_write
-from ntkcond.runs.depth import (format_table, measure_finite_batch, measure_infinite_batch,
-                                plot_cond_vs_depth, summarize)
-from ntkcond.runs.rundir import open_run
-from ntkcond.runs.cli import add_data_arguments, load_data, parse_depths, run_main
+from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
+                              parser, run_main)
+from ntkcond.runs.cond_vs_depth import cond_vs_depth, format_table
 
 PROG = "cond_vs_depth"
 
@@ -48,93 +40,52 @@ def parse_width(text: str):
     return width
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = parser(PROG, __doc__)
     add_data_arguments(p)
-    p.add_argument("--batch", type=int, default=512, help="batch size n (default 512)")
-    p.add_argument("--max-batches", type=int, default=None, help="at most this many batches")
-    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5 (default 0-10)")
+    p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
+    p.add_argument("--max-batches", type=positive_int, default=None, help="at most this many batches")
+    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
     p.add_argument("--activations", nargs="+", default=["relu", "linear"],
-                   help="relu linear leaky:0.1 ... (default relu linear)")
+                   help="relu linear leaky:0.1 ...")
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
-                   help="inf and/or finite widths, e.g. --width inf 512 2048 (default inf)")
-    p.add_argument("--seeds", type=int, default=5,
-                   help="finite widths: number of random nets, seeds 0..S-1 (default 5)")
+                   help="inf and/or finite widths, e.g. --width inf 512 2048")
+    p.add_argument("--seeds", type=positive_int, default=5,
+                   help="finite widths: number of random nets, seeds 0..S-1")
     p.add_argument("--trainable", default="all", choices=["all", "first", "last"])
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
-    p.add_argument("--normalize", default="default", choices=["default", "unit", "none"])
-    p.add_argument("--out", default=os.path.join("runs", PROG), help="output folder")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out (its configuration must match)")
-    p.add_argument("--overwrite", action="store_true", help="discard the records in --out")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--normalize", default="default", choices=["default", "unit", "none"],
+                   help="input preprocessing (see ntkcond.datasets.load)")
+    add_run_arguments(p, PROG)
     return p
 
 
-def run(args) -> str:
-    depths = parse_depths(args.depths)
-    activations = [parse_activation(a).name for a in args.activations]
-    widths = sorted(set(args.width), key=lambda w: float("inf") if w == "inf" else w)
-    if args.seeds < 1:
-        raise ValueError(f"--seeds: expected >= 1, got {args.seeds}")
-    seeds = list(range(args.seeds))
+def run(args):
     ds = load_data(args, seed=args.seed, normalize=args.normalize)
-    index_batches = datasets.batches(ds, args.batch, seed=args.seed, shuffle=not args.in_order,
-                                     max_batches=args.max_batches, drop_last=args.drop_last)
-    config = {"dataset": ds.name, "split": ds.split, "batch": args.batch, "depths": depths,
-              "activations": activations, "width": widths, "trainable": args.trainable,
-              "init_seeds": seeds if widths != ["inf"] else None,
-              "seed": args.seed, "in_order": args.in_order, "drop_last": args.drop_last,
-              "max_batches": args.max_batches, "preprocessing": ds.preprocessing}
-    run_dir = open_run(args.out, config, resume=args.resume, overwrite=args.overwrite)
-    records = list(run_dir.records)
-    todo = []  # (batch, activation, width, seed, depths still missing)
-    for b in range(len(index_batches)):
-        for width in widths:
-            for act in activations:
-                for seed in ([None] if width == "inf" else seeds):
-                    missing = [L for L in depths
-                               if (b, L, act, str(width), seed) not in run_dir.done]
-                    if missing:
-                        todo.append((b, act, width, seed, missing))
-    total = len(index_batches) * len(activations) * len(depths) * sum(
-        1 if w == "inf" else len(seeds) for w in widths)
-    with tqdm(total=total, initial=len(run_dir.done), desc=PROG, unit="kernel",
-              disable=args.no_progress) as bar:
-        for b, act, width, seed, missing in todo:
-            index = index_batches[b]
-            meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
-            if width == "inf":
-                new = measure_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                             trainable=args.trainable, meta=meta)
-            else:
-                new = measure_finite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                           width=width, seeds=[seed], trainable=args.trainable,
-                                           meta=meta)
-            for rec in new:
-                run_dir.append(rec)
-                records.append(rec)
-                bar.update(1)
-    rows = summarize(records)
-    buf = io.StringIO()
-    buf.write(f"# preprocessing: {json.dumps(ds.preprocessing)}\n")
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write(os.path.join(args.out, "summary.csv"), buf.getvalue())
-    title = (f"{ds.name} ({ds.split}), n = {args.batch}, {len(index_batches)} batch(es), "
-             f"width {', '.join('∞' if w == 'inf' else str(w) for w in widths)}"
-             + (f" ({args.seeds} seeds)" if widths != ["inf"] else "")
-             + f", trainable = {args.trainable}")
-    figure = plot_cond_vs_depth(rows, os.path.join(args.out, "figure.png"), title=title,
-                                metadata=config)
-    print(title)
-    print(format_table(rows))
-    print("(* = kappa_eff at the float64 resolution limit)")
-    print(f"figure: {os.path.abspath(figure)}")
-    return figure
+    sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=parse_depths(args.depths),
+                          activations=args.activations, widths=args.width, seeds=args.seeds,
+                          trainable=args.trainable, seed=args.seed, in_order=args.in_order,
+                          drop_last=args.drop_last, max_batches=args.max_batches,
+                          resume=args.resume, overwrite=args.overwrite,
+                          progress=not args.no_progress)
+    print(sweep.title)
+    print(format_table(sweep.rows))
+    print("(medians over batches and seeds; * = kappa_eff at the float64 resolution limit)")
+    print(f"summary: {os.path.abspath(sweep.summary_csv)}")
+    print(f"figure: {os.path.abspath(sweep.figure)}")
+    return sweep
 
 
 def main(argv=None) -> int:

@@ -99,6 +99,39 @@ def test_the_checker_sees_a_planted_cycle():
     assert _cycles(edges) == [["a", "b", "c"]]
 
 
+def test_scripts_and_notebooks_use_public_names_only():
+    for folder in ("scripts", "notebooks"):
+        for f in sorted(os.listdir(os.path.join(REPO, folder))):
+            text = open(os.path.join(REPO, folder, f), encoding="utf-8").read()
+            for line in text.splitlines():
+                if "import" in line and "ntkcond" in line:
+                    words = line.replace(",", " ").replace('"', " ").replace("\\n", " ").split()
+                    assert not any(w.startswith("_") or "._" in w for w in words if w != "__future__"), (f, line)
+
+
+
+@pytest.mark.parametrize("name", ["cond_vs_depth", "cond_vs_batch", "min_angle", "check_claims",
+                                  "biasfree_dynamics"])
+def test_every_script_follows_the_cli_convention(name, capsys):
+    from conftest import load_script
+
+    path = os.path.join(REPO, "scripts", f"{name}.py")
+    assert len(open(path, encoding="utf-8").read().splitlines()) <= 150
+    script = load_script(name)
+    with pytest.raises(SystemExit) as exit_:
+        script.main(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert "--out" in text and "--overwrite" in text and "--no-progress" in text
+    assert "(default: runs" in text  # defaults shown
+    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle"):
+        assert "--resume" in text and "--dataset" in text and "--depths" in text
+    with pytest.raises(SystemExit) as exit_:
+        script.main((["all"] if name == "biasfree_dynamics" else []) + ["--no-such-flag"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "--no-such-flag" in err
+
+
 def test_facade_is_curated_and_does_not_load_runs_or_papers():
     assert len(ntkcond.__all__) <= 50
     assert all(hasattr(ntkcond, name) for name in ntkcond.__all__)

@@ -241,9 +241,10 @@ def test_script_smoke(tmp_path, capsys):
     assert summary["square"]["exact_max_weight_dev"] < 1e-12
     assert summary["planted_asymmetry"]["weight_dev"] > 1e-8
     assert os.path.getsize(os.path.join(out, "equivalence.png")) > 0
-    assert mod.main(["closed-form", "--fast", "--out", out, "--no-progress",
+    out2 = str(tmp_path / "run2")  # one run per directory: another experiment, another --out
+    assert mod.main(["closed-form", "--fast", "--out", out2, "--no-progress",
                      "--lrs", "0.05"]) == 0
-    rows = json.load(open(os.path.join(out, "summary_closed-form.json")))["results"]
+    rows = json.load(open(os.path.join(out2, "summary_closed-form.json")))["results"]
     assert max(r["max_rel_err_vs_discrete_map"] for r in rows) < 1e-11
     capsys.readouterr()
     assert mod.main(["closed-form", "--out", out, "--lrs", "x"]) == 2

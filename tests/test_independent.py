@@ -267,7 +267,7 @@ def _script():
 def test_issue8_subcommands_smoke(tmp_path, capsys):
     mod = _script()
     out = str(tmp_path / "run")
-    base = ["--fast", "--out", out, "--no-progress"]
+    base = ["--fast", "--out", out, "--no-progress", "--resume"]  # one directory, four experiments
     assert mod.main(["orthogonal", "--sizes", "2"] + base) == 0
     rows = json.load(open(os.path.join(out, "summary_orthogonal.json")))["results"]
     assert max(r["max_rel_err_vs_discrete_map[lr]"] for r in rows) < 1e-12

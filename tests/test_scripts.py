@@ -23,7 +23,11 @@ def test_cond_vs_depth_smoke(tmp_path, capsys):
     linear = [r["kappa_eff"] for r in records if r["activation"] == "linear" and r["batch_index"] == 0]
     assert max(linear) / min(linear) - 1 < 1e-6  # linear κ does not change with depth
     assert (out / "figure.png").stat().st_size > 10_000
-    assert "preprocessing" in (out / "summary.csv").read_text().splitlines()[0]
+    import csv
+
+    rows = list(csv.DictReader(open(out / "summary.csv")))  # plain CSV: header on line 1
+    assert len(rows) == 4 * 2 and {"kappa_eff_median", "min_grad_angle_deg_median"} <= set(rows[0])
+    assert json.loads((out / "config.json").read_text())["data_fingerprint"].startswith("sha256:")
     assert not [p for p in os.listdir(out) if p.startswith(".tmp-")]
 
 
@@ -61,7 +65,9 @@ def test_cond_vs_depth_killed_and_resumed(tmp_path, monkeypatch):
     assert script.main(argv + ["--out", str(tmp_path / "full")]) == 0
     full = _records(tmp_path / "full" / "records.jsonl")
 
-    real, calls = script.measure_infinite_batch, []
+    from ntkcond.runs import cond_vs_depth as sweep
+
+    real, calls = sweep.measure_infinite_batch, []
 
     def dies_on_third_call(*args, **kwargs):
         calls.append(1)
@@ -69,14 +75,13 @@ def test_cond_vs_depth_killed_and_resumed(tmp_path, monkeypatch):
             raise KeyboardInterrupt  # stands for a kill: nothing after this point is written
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(script, "measure_infinite_batch", dies_on_third_call)
-    with pytest.raises(KeyboardInterrupt):
-        script.main(argv + ["--out", str(tmp_path / "cut")])
+    monkeypatch.setattr(sweep, "measure_infinite_batch", dies_on_third_call)
+    assert script.main(argv + ["--out", str(tmp_path / "cut")]) == 130  # Ctrl-C: one line, 130
     cut = tmp_path / "cut" / "records.jsonl"
     assert len(_records(cut)) == 2 * 3  # two (batch, activation) items of 3 depths finished
     with open(cut, "a") as f:
         f.write('{"batch_index": 1, "dep')  # a line torn by the kill
-    monkeypatch.setattr(script, "measure_infinite_batch", real)
+    monkeypatch.setattr(sweep, "measure_infinite_batch", real)
     assert script.main(argv + ["--out", str(tmp_path / "cut"), "--resume"]) == 0
     resumed = _records(cut)
     key = lambda r: (r["batch_index"], r["depth"], r["activation"])
@@ -121,19 +126,26 @@ def _current_umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
-def test_min_angle_smoke_and_resume(tmp_path, capsys):
+def test_min_angle_smoke_and_resume(tmp_path, capsys, monkeypatch):
     from ntkcond import datasets, smallest_gradient_angle
-    from ntkcond.scale.streaming import streaming_smallest_angles
+    from ntkcond.runs import min_angle as run_module
 
     script = load_script("min_angle")
     out = tmp_path / "run"
     x = datasets.load("digits").x[:150]
-    # An interrupted run: two finished block rows in the checkpoint the script will find.
-    streaming_smallest_angles(x, depths=[0, 1, 2], block=32, backend="numpy",
-                              checkpoint=str(out / "checkpoint.json"), max_row_blocks=2)
+    real = run_module.streaming_smallest_angles
+
+    def killed_after_two_block_rows(*args, **kwargs):
+        real(*args, **kwargs, max_row_blocks=2)
+        raise KeyboardInterrupt
+
     argv = ["--limit", "150", "--depths", "0-2", "--block", "32", "--backend", "numpy",
             "--out", str(out), "--no-progress"]
-    assert script.main(argv) == 0
+    monkeypatch.setattr(run_module, "streaming_smallest_angles", killed_after_two_block_rows)
+    assert script.main(argv) == 130 and (out / "checkpoint.json").exists()
+    monkeypatch.setattr(run_module, "streaming_smallest_angles", real)
+    assert script.main(argv) == 2 and "--resume" in capsys.readouterr().err  # never silently
+    assert script.main(argv + ["--resume"]) == 0
     printed = capsys.readouterr().out
     assert "smallest input angle" in printed and "relu (deg)" in printed
     result = json.loads((out / "result.json").read_text())
@@ -142,7 +154,10 @@ def test_min_angle_smoke_and_resume(tmp_path, capsys):
     for r in result["results"]:
         angle, i, j = smallest_gradient_angle(x, depth=r["depth"], activation=r["activation"])
         assert abs(r["angle_rad"] - angle) <= 1e-12 * angle and (r["i"], r["j"]) == (i, j)
-    assert "preprocessing" in (out / "table.csv").read_text().splitlines()[0]
+    assert (out / "table.csv").read_text().splitlines()[0] == "activation,depth,angle_rad,angle_deg,i,j"
+    records = _records(out / "records.jsonl")
+    assert [(r["activation"], r["depth"]) for r in records] == [(r["activation"], r["depth"]) for r in result["results"]]
+    assert script.main(argv + ["--resume"]) == 0  # complete: nothing recomputed
 
 
 @pytest.mark.parametrize(
@@ -178,4 +193,4 @@ def test_cond_vs_batch_bad_sizes_is_one_line(tmp_path, capsys):
     script = load_script("cond_vs_batch")
     assert script.main(["--sizes", "64,5000", "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "sizes <= n = 1797" in err
+    assert err.count("\n") == 1 and "2 <= n <= 1797" in err and "5000" in err

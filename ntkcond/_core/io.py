@@ -6,8 +6,23 @@ import os
 import tempfile
 
 
+def fsync_dir(folder: str) -> None:
+    """fsync a directory, so that renames and new files in it survive a power loss."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # e.g. platforms without directory file descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: str, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash never leaves a half-written file."""
+    """Write ``data`` to ``path`` so that a crash never leaves a half-written file: a temporary
+    file in the same folder, fsynced, renamed over ``path``, then the folder fsynced."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
@@ -22,6 +37,7 @@ def atomic_write(path: str, data: str | bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    fsync_dir(folder)
 
 
 def _umask() -> int:

@@ -1,10 +1,50 @@
-"""Shared command-line plumbing of the scripts: data flags, --depths, and the error policy."""
+"""Shared command-line plumbing of the scripts: one parser type, the data flags, the run
+flags, ``--depths``, and the error policy.
+
+Every script: ``main(argv=None)``; ``parser(prog, doc)`` (defaults shown in ``--help``);
+``add_data_arguments`` (the same data flags everywhere); ``add_run_arguments`` (``--out``,
+``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
+``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
+errors, 130 for Ctrl-C, never a traceback.
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import datasets
+
+#: Largest depth the scripts accept: the recursion costs O(L) passes over an n × n matrix per
+#: kernel, and κ and the angles have long converged there (``angles.infinite_depth_kappa``).
+MAX_DEPTH = 10_000
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with defaults shown in ``--help`` and one-line errors (exit 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def parser(prog: str, doc: str) -> Parser:
+    """The parser of a script: ``doc``'s first paragraph as the description, the rest as epilog."""
+    head, _, rest = doc.strip().partition("\n\n")
+    return Parser(prog=prog, description=head, epilog=rest or None, formatter_class=_HelpFormatter)
+
+
+def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = True) -> None:
+    """--out (runs/<prog>), --resume, --overwrite, --no-progress: the run-directory policy."""
+    p.add_argument("--out", default=os.path.join("runs", prog), help="run directory")
+    if resume:
+        p.add_argument("--resume", action="store_true",
+                       help="continue the run in --out (same configuration and data required)")
+    p.add_argument("--overwrite", action="store_true", help="discard the run in --out and start over")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def parse_depths(text: str) -> list[int]:
@@ -15,16 +55,27 @@ def parse_depths(text: str) -> list[int]:
             part = part.strip()
             if "-" in part:
                 lo, hi = (int(v) for v in part.split("-", 1))
-                if hi < lo:
+                if hi < lo or hi > MAX_DEPTH:
                     raise ValueError
                 depths.update(range(lo, hi + 1))
             else:
                 depths.add(int(part))
     except ValueError:
         raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
-    if not depths or min(depths) < 0:
-        raise ValueError(f"--depths: expected depths >= 0, got {text!r}")
+    if not depths or min(depths) < 0 or max(depths) > MAX_DEPTH:
+        raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}")
     return sorted(depths)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'64,128,1000' → sorted list of batch sizes ≥ 2."""
+    try:
+        values = sorted({int(v) for v in text.split(",") if v.strip()})
+    except ValueError:
+        raise ValueError(f"--sizes: expected comma-separated integers, got {text!r}") from None
+    if not values or values[0] < 2:
+        raise ValueError(f"--sizes: expected integers >= 2, got {text!r}")
+    return values
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> None:
@@ -50,12 +101,30 @@ def load_data(args, *, seed: int = 0, normalize: str = "default") -> datasets.Da
                          normalize=normalize)
 
 
-def run_main(prog: str, parser: argparse.ArgumentParser, run, argv=None) -> int:
-    """Parse, run; a ValueError/TypeError becomes one line on stderr and exit code 2."""
-    args = parser.parse_args(argv)
+def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
+    """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr.
+
+    ValueError/TypeError (bad input) and OSError (unwritable --out, full disk, missing file):
+    exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
+    """
+    args = p.parse_args(argv)
     try:
         run(args)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
+              file=sys.stderr)
+        return 130
     except (ValueError, TypeError) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        message = _one_line(err)
+        message = message[len(prog) + 2:] if message.startswith(f"{prog}: ") else message
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        where = f" {err.filename!r}" if getattr(err, "filename", None) else ""
+        print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
         return 2
     return 0
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())

@@ -8,8 +8,8 @@ and summarised by one record (a dict with the keys below, a contract other tools
   when the kernel is numerically singular: κ = ∞), precision_limited, min_grad_angle_deg,
   min_grad_angle_pair ([i, j] as indices into the data set), min_input_angle_deg, seconds.
 
-``summarize`` aggregates records over batches and seeds, ``format_table`` prints ReLU beside
-linear, and ``plot_cond_vs_depth`` draws the paper's two panels.
+``runs.cond_vs_depth`` runs these over the batches of a data set as a resumable run, and
+aggregates, tabulates and draws them.
 """
 from __future__ import annotations
 
@@ -18,15 +18,13 @@ import time
 
 import numpy as np
 
-from .._core.io import atomic_savefig
 from .._core.x64 import x64
 from ..activations import parse_activation
 from ..infinite.geometry import input_angles, pair_geometry
 from ..infinite.kernels import sweep_geometry
 from ..spectrum import argmin_upper, conditioning, pairwise_angles
 
-__all__ = ["measure_infinite_batch", "measure_finite_batch", "summarize", "format_table",
-           "plot_cond_vs_depth"]
+__all__ = ["RECORD_KEYS", "spectrum_record", "measure_infinite_batch", "measure_finite_batch"]
 
 RECORD_KEYS = (
     "dataset",
@@ -169,100 +167,3 @@ def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, tr
     return records
 
 
-def summarize(records) -> list[dict]:
-    """Mean, median, min and max of κ_eff and of the smallest gradient angle.
-
-    Groups by (width, activation, depth, trainable), over batches and seeds.
-
-    Returns:
-      list of rows sorted by width, activation, depth.
-    """
-    groups: dict = {}
-    for r in records:
-        key = (str(r["width"]), r["activation"], int(r["depth"]), r["trainable"])
-        groups.setdefault(key, []).append(r)
-    rows = []
-    for (width, activation, depth, trainable), recs in groups.items():
-        row = {"width": width, "activation": activation, "depth": depth, "trainable": trainable,
-               "count": len(recs)}
-        for field in ("kappa_eff", "min_grad_angle_deg"):
-            v = np.array([r[field] for r in recs], dtype=np.float64)
-            row.update({f"{field}_mean": float(v.mean()), f"{field}_median": float(np.median(v)),
-                        f"{field}_min": float(v.min()), f"{field}_max": float(v.max())})
-        row["rank_min"] = int(min(r["rank"] for r in recs))
-        row["precision_limited"] = any(r["precision_limited"] for r in recs)
-        rows.append(row)
-
-    def order(row):
-        w = row["width"]
-        return (math.inf if w == "inf" else int(w), row["activation"], row["depth"])
-
-    return sorted(rows, key=order)
-
-
-def format_table(rows) -> str:
-    """Plain-text table: one line per (width, depth), activations side by side.
-
-    Columns per activation: median κ_eff and median smallest gradient angle in degrees
-    ('*' marks a precision-limited κ_eff).
-    """
-    acts = sorted({r["activation"] for r in rows}, key=lambda a: (a != "relu", a != "linear", a))
-    index = {(r["width"], r["depth"], r["activation"]): r for r in rows}
-    keys = sorted({(r["width"], r["depth"]) for r in rows},
-                  key=lambda k: (math.inf if k[0] == "inf" else int(k[0]), k[1]))
-    head = f"{'width':>6} {'depth':>5}" + "".join(
-        f" | {('kappa_eff ' + a):>18} {('angle° ' + a):>16}" for a in acts)
-    lines = [head, "-" * len(head)]
-    for width, depth in keys:
-        line = f"{width:>6} {depth:>5}"
-        for a in acts:
-            r = index.get((width, depth, a))
-            if r is None:
-                line += f" | {'':>18} {'':>16}"
-            else:
-                flag = "*" if r["precision_limited"] else " "
-                line += f" | {r['kappa_eff_median']:>17.4g}{flag} {r['min_grad_angle_deg_median']:>16.4f}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def plot_cond_vs_depth(rows, path: str, *, title: str = "", metadata: dict | None = None) -> str:
-    """The paper's layout: smallest gradient angle (left) and κ_eff (right, log) vs depth.
-
-    ReLU solid, linear dashed, leaky dotted; one colour per width; shaded min–max band
-    over batches and seeds; the line is the mean. Written atomically; returns ``path``.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    widths = sorted({r["width"] for r in rows}, key=lambda w: math.inf if w == "inf" else int(w))
-    colours = {w: f"C{i}" for i, w in enumerate(widths)}
-    styles = {"relu": "-", "linear": "--"}
-    for (width, act) in sorted({(r["width"], r["activation"]) for r in rows}):
-        sel = sorted((r for r in rows if r["width"] == width and r["activation"] == act),
-                     key=lambda r: r["depth"])
-        depth = [r["depth"] for r in sel]
-        label = f"{act}, width {'∞' if width == 'inf' else width}"
-        for ax, field in zip(axes, ("min_grad_angle_deg", "kappa_eff")):
-            mean = [r[f"{field}_mean"] for r in sel]
-            ax.plot(depth, mean, styles.get(act, ":"), color=colours[width], marker="o", ms=3,
-                    label=label)
-            ax.fill_between(depth, [r[f"{field}_min"] for r in sel],
-                            [r[f"{field}_max"] for r in sel], color=colours[width], alpha=0.15)
-    axes[0].set(xlabel="depth L (hidden layers)", ylabel="smallest gradient angle (degrees)")
-    axes[1].set(xlabel="depth L (hidden layers)", ylabel="effective condition number κ_eff",
-                yscale="log")
-    axes[0].legend(fontsize=8)
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    meta = {"Description": str(metadata)} if metadata else None
-    atomic_savefig(fig, path, dpi=120, metadata=meta)
-    plt.close(fig)
-    return path

@@ -1,0 +1,6 @@
+"""Run directories and the sweeps the scripts run.
+
+``rundir``: one run-directory type (config, append-only records, resume, overwrite, locking);
+``tables``: text tables and CSV; ``depth``: κ and angles against depth (Liu & Hui, Fig. 2–3);
+``cli``: the flags every script shares. Not loaded by ``import ntkcond``.
+"""

@@ -1,0 +1,183 @@
+"""κ_eff and the smallest gradient angle against the batch size n, at infinite width, as a
+resumable run directory (the sweep of ``scripts/cond_vs_batch.py``).
+
+Batches are nested (the first n of one fixed shuffled order), so every larger batch contains
+the smaller ones. For each n, activation and depth: the exact κ_eff of the n × n NTK
+(``scale.conditioning.exact_conditioning``: blockwise kernel + one float64 eigvalsh), its
+numerical rank, and the smallest gradient angle over all pairs
+(``scale.streaming.streaming_smallest_angles``). The linear net's kernel is (L+1)·XXᵀ/d at
+every depth, of rank ≤ d: past n = d it is singular and κ_eff measures it on its range.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+
+import numpy as np
+
+from .. import datasets
+from .._core.checks import as_int
+from .._core.io import atomic_savefig
+from ..activations import parse_activation
+from ..scale.conditioning import exact_conditioning
+from ..scale.streaming import streaming_smallest_angles
+from .rundir import data_fingerprint, open_run
+from .tables import text_table, write_csv
+
+__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch"]
+
+KEY_FIELDS = ("n", "activation", "depth")
+CSV_FIELDS = ["n", "activation", "depth", "rank", "kappa_eff", "kappa", "lambda_max",
+              "lambda_min_nonzero", "precision_limited", "min_grad_angle_deg"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSweep:
+    """Result of ``cond_vs_batch``: the ``records``, the paths of ``table.csv`` and
+    ``figure.png``, the title, and how many records were computed now / resumed."""
+
+    records: tuple
+    title: str
+    table_csv: str
+    figure: str
+    computed: int
+    resumed: int
+
+    def __repr__(self) -> str:
+        return f"BatchSweep({len(self.records)} records, {self.computed} computed, {self.resumed} resumed, figure={self.figure!r})"
+
+
+def default_sizes(n_max: int) -> list[int]:
+    """64, 128, 256, … below ``n_max``, then ``n_max``."""
+    return [64 * 2**k for k in range(12) if 64 * 2**k < n_max] + [n_max]
+
+
+def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10000,
+                  depths=(1, 3, 10), activations=("relu", "linear"), angles: bool = True,
+                  block: int = 1024, seed: int = 0, resume: bool = False, overwrite: bool = False,
+                  progress: bool = True) -> BatchSweep:
+    """Run (or resume) the batch-size sweep on ``ds`` into the run directory ``out``.
+
+    Args:
+      ds: the data set; sizes: batch sizes n (default ``default_sizes(min(len(ds), max_n))``);
+      depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``;
+      angles: also stream the smallest gradient angle over all pairs; block: block size;
+      seed: the shuffling seed of the nested order; resume, overwrite: ``runs.rundir``.
+    """
+    where = "cond_vs_batch"
+    depths = sorted({as_int(L, "depth", where, 0) for L in depths})
+    acts = [parse_activation(a) for a in activations]
+    n_all, d = ds.x.shape
+    n_max = min(n_all, as_int(max_n, "max_n", where, 2))
+    sizes = default_sizes(n_max) if sizes is None else sorted({as_int(n, "size", where, 2) for n in sizes})
+    if not sizes or sizes[-1] > n_all:
+        raise ValueError(f"{where}: expected batch sizes 2 <= n <= {n_all} ({ds.name}), got {sizes}")
+    order = np.random.default_rng(seed).permutation(n_all)
+    config = {"dataset": ds.name, "split": ds.split, "d": d, "sizes": sizes, "depths": depths,
+              "activations": [a.name for a in acts], "width": "inf", "trainable": "all",
+              "seed": seed, "nested": True, "angles": bool(angles), "block": block,
+              "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
+    from tqdm.auto import tqdm
+
+    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                  where=where) as run:
+        resumed = len(run.records)
+        for n in tqdm(sizes, desc=where, unit="size", disable=not progress):
+            todo = [a for a in acts if any(run.key({"n": n, "activation": a.name, "depth": L})
+                                           not in run.done for L in depths)]
+            if not todo:
+                continue
+            x = ds.x[order[:n]]
+            smallest = (streaming_smallest_angles(x, depths=depths, activations=todo, block=block)
+                        if angles else None)
+            for act in todo:
+                t0 = time.perf_counter()
+                # Linear: κ is the same at every depth (K = (L+1)·XXᵀ/d); one kernel serves all.
+                conds = exact_conditioning(x, depths=depths[:1] if act.is_linear else depths,
+                                           activation=act, block=block)
+                seconds = time.perf_counter() - t0
+                for L in depths:
+                    c = conds[depths[0]] if act.is_linear else conds[L]
+                    rec = {"dataset": ds.name, "n": n, "d": d, "activation": act.name, "depth": L,
+                           "lambda_max": c.lambda_max, "lambda_min_nonzero": c.lambda_min_nonzero,
+                           "rank": c.rank, "kappa_eff": c.kappa_eff,
+                           "kappa": c.kappa if math.isfinite(c.kappa) else None,
+                           "precision_limited": c.precision_limited, "seconds": seconds}
+                    if smallest is not None:
+                        r = smallest.get(act.name, L)
+                        rec.update(min_grad_angle_deg=r.degrees,
+                                   min_grad_angle_pair=[int(order[r.pair[0]]), int(order[r.pair[1]])])
+                    if run.key(rec) not in run.done:
+                        run.append(rec)
+        records = sorted(run.records, key=lambda r: (r["n"], config["activations"].index(r["activation"]), r["depth"]))
+        table_csv = write_csv(run.file("table.csv"), records, CSV_FIELDS)
+        name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
+        title = f"{name} ({ds.split}), d = {d}, nested batches, infinite width"
+        figure = plot_cond_vs_batch(records, run.file("figure.png"), title=title, d=d,
+                                    depths=depths, metadata=config)
+        return BatchSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
+                          computed=len(run.records) - resumed, resumed=resumed)
+
+
+def _series(records):
+    """(activation, depth) pairs to show: every ReLU depth, linear once (any depth)."""
+    first = min(r["depth"] for r in records)
+    return [k for k in dict.fromkeys((r["activation"], r["depth"]) for r in records)
+            if not (k[0] == "linear" and k[1] != first)]
+
+
+def format_table(records) -> str:
+    """One line per n: κ_eff ('*' at the precision limit), rank and smallest angle (degrees)
+    per (activation, depth); linear once, as its κ does not depend on depth."""
+    keys = _series(records)
+    header = ["n"] + [f"{'linear' if a == 'linear' else f'{a} L={L}'}: {h}" for a, L in keys
+                      for h in ("kappa_eff", "rank", "angle°")]
+    index = {(r["n"], r["activation"], r["depth"]): r for r in records}
+    body = []
+    for n in sorted({r["n"] for r in records}):
+        line = [str(n)]
+        for a, L in keys:
+            r = index[(n, a, L)]
+            angle = r.get("min_grad_angle_deg")
+            line += [f"{r['kappa_eff']:.4g}{'*' if r['precision_limited'] else ' '}", str(r["rank"]),
+                     "" if angle is None else f"{angle:.2f}"]
+        body.append(line)
+    return text_table(header, body)
+
+
+def plot_cond_vs_batch(records, path: str, *, title: str, d: int, depths, metadata=None) -> str:
+    """κ_eff, smallest gradient angle and numerical rank against n (log x); written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for a, L in _series(records):
+        rs = sorted((r for r in records if r["activation"] == a and r["depth"] == L), key=lambda r: r["n"])
+        label = "linear (any depth)" if a == "linear" else f"{a}, L = {L}"
+        style = dict(marker="o", ms=3, ls="--" if a == "linear" else "-")
+        ns = [r["n"] for r in rs]
+        axes[0].plot(ns, [r["kappa_eff"] for r in rs], label=label, **style)
+        axes[2].plot(ns, [r["rank"] for r in rs], label=label, **style)
+        if rs[0].get("min_grad_angle_deg") is not None:
+            axes[1].plot(ns, [r["min_grad_angle_deg"] for r in rs], label=label, **style)
+    for ax in axes:
+        ax.axvline(d, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_xlabel("batch size n")
+    axes[0].text(d, 0.02, " n = d", color="grey", transform=axes[0].get_xaxis_transform())
+    axes[0].set(yscale="log", ylabel="effective condition number κ_eff")
+    axes[1].set_ylabel("smallest gradient angle (degrees)")
+    ns = sorted({r["n"] for r in records})
+    axes[2].plot(ns, ns, color="grey", lw=0.8, label="rank = n")
+    axes[2].set(yscale="log", ylabel="numerical rank (eigenvalues > n·eps·λ_max)")
+    axes[2].legend(fontsize=8)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    atomic_savefig(fig, path, dpi=120, metadata={"Description": str(metadata)} if metadata else None)
+    plt.close(fig)
+    return path

@@ -1,0 +1,109 @@
+"""The smallest infinite-width gradient angle over all pairs of a data set, per depth and
+activation, as a resumable run directory (the sweep of ``scripts/min_angle.py``).
+
+The pairs are streamed block by block (``scale.streaming.streaming_smallest_angles``): memory
+O(block² + n·d). The stream checkpoints after each block row to ``checkpoint.json`` in the run
+directory, so ``resume`` continues a killed run from its last finished block row. When it
+completes, one record per (activation, depth) goes to ``records.jsonl``, and ``result.json``
+(configuration, input angle, every minimum with its pair) and ``table.csv`` are written.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+from .. import datasets
+from .._core.io import atomic_write
+from ..activations import parse_activation
+from ..scale.streaming import streaming_smallest_angles
+from .rundir import data_fingerprint, open_run
+from .tables import text_table, write_csv
+
+__all__ = ["MinAngleRun", "min_angle", "format_table"]
+
+KEY_FIELDS = ("activation", "depth")
+CHECKPOINT = "checkpoint.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class MinAngleRun:
+    """Result of ``min_angle``: ``result`` (the content of result.json), its path, and the
+    path of table.csv."""
+
+    result: dict
+    result_json: str
+    table_csv: str
+
+    def __repr__(self) -> str:
+        return f"MinAngleRun({len(self.result['results'])} minima, result={self.result_json!r})"
+
+
+def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=("relu", "linear"),
+              trainable: str = "all", limit: int | None = None, block: int = 1024,
+              backend: str = "auto", devices: int | None = None, dtype: str = "float64",
+              workers: int | None = None, resume: bool = False, overwrite: bool = False,
+              progress: bool = True) -> MinAngleRun:
+    """Run (or resume) the whole-set smallest-angle search on ``ds`` into ``out``.
+
+    Args:
+      ds: the data set; limit: use only its first ``limit`` rows (2 ≤ limit ≤ n).
+      depths, activations, trainable: what to compute (``streaming_smallest_angles``).
+      block, backend ("auto", "numpy", "jax"), devices, dtype, workers: how.
+      resume, overwrite: the run-directory policy (``runs.rundir``).
+    """
+    where = "min_angle"
+    depths = sorted(set(depths))
+    acts = [parse_activation(a).name for a in activations]
+    x = ds.x
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
+            raise ValueError(f"{where}: expected --limit 2 <= N <= {len(x)} ({ds.name}), got {limit!r}")
+        x = x[:limit]
+    config = {"dataset": ds.name, "split": ds.split, "n": int(x.shape[0]), "d": int(x.shape[1]),
+              "depths": depths, "activations": acts, "width": "inf", "trainable": trainable,
+              "block": block, "backend": backend, "devices": devices, "dtype": dtype,
+              "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(x)}
+    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                  where=where) as run:
+        checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
+        if not resume:  # a fresh run never picks up a stray checkpoint
+            for path in (checkpoint, result_json):
+                if os.path.exists(path):
+                    os.unlink(path)
+        if resume and len(run.done) == len(acts) * len(depths) and os.path.exists(result_json):
+            with open(result_json, encoding="utf-8") as f:  # already complete: nothing to do
+                return MinAngleRun(result=json.load(f), result_json=result_json,
+                                   table_csv=run.file("table.csv"))
+        res = streaming_smallest_angles(
+            x, depths=depths, activations=acts, trainable=trainable, block=block, backend=backend,
+            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint, progress=progress)
+        rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
+                 "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1]} for r in res.results]
+        for row in rows:
+            if run.key(row) not in run.done:
+                run.append(row)
+        result = {"config": {**config, "block": res.block, "backend": res.backend,
+                             "devices": res.devices, "dtype": res.dtype},
+                  "pairs": res.pairs, "seconds": res.seconds,
+                  "resumed_from_row_block": res.resumed_from_row_block,
+                  "input_angle_rad": res.input_angle, "input_angle_deg": math.degrees(res.input_angle),
+                  "input_pair": list(res.input_pair), "results": rows}
+        atomic_write(result_json, json.dumps(result, indent=2) + "\n")
+        table_csv = write_csv(run.file("table.csv"), rows)
+        if os.path.exists(checkpoint):
+            os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
+        return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+
+
+def format_table(result: dict) -> str:
+    """One line per depth: per activation the smallest angle in degrees and its pair."""
+    rows = result["results"]
+    acts = list(dict.fromkeys(r["activation"] for r in rows))
+    index = {(r["activation"], r["depth"]): r for r in rows}
+    header = ["depth"] + [h for a in acts for h in (f"{a} (deg)", "pair")]
+    body = [[str(L)] + [c for a in acts for c in (f"{index[(a, L)]['angle_deg']:.10g}",
+                                                   f"({index[(a, L)]['i']}, {index[(a, L)]['j']})")]
+            for L in sorted({r["depth"] for r in rows})]
+    return text_table(header, body, rule=False)

@@ -1,0 +1,203 @@
+"""Tests of ntkcond.runs.rundir and of the run-directory policy of every script that writes one:
+locking against a second process, data fingerprints, torn tails, no silent overwrite, and
+malformed state, each ending in one clear line."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import REPO, load_script
+from ntkcond.runs.rundir import RunLockedError, data_fingerprint, open_run, read_records
+
+KEYS = ("i",)
+
+
+def _open(path, config=None, **kw):
+    return open_run(str(path), config or {"a": 1}, key_fields=KEYS, **kw)
+
+
+def _lines(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def test_fresh_resume_and_refusals(tmp_path):
+    with _open(tmp_path) as run:
+        run.append({"i": 0, "v": 1.5})
+        run.append({"i": 1, "v": 2.5})
+        with pytest.raises(ValueError, match="already in"):
+            run.append({"i": 1, "v": 9})
+    with pytest.raises(ValueError, match="pass --resume to continue it or --overwrite"):
+        _open(tmp_path)
+    with _open(tmp_path, resume=True) as run:
+        assert run.records == [{"i": 0, "v": 1.5}, {"i": 1, "v": 2.5}] and run.key({"i": 1}) in run.done
+    with pytest.raises(ValueError, match=r"configuration differs in \['a'\]"):
+        _open(tmp_path, {"a": 2}, resume=True)
+    with pytest.raises(ValueError, match="at most one of --resume and --overwrite"):
+        _open(tmp_path, resume=True, overwrite=True)
+    with _open(tmp_path, {"a": 2}, overwrite=True) as run:
+        assert run.records == [] and (tmp_path / "records.jsonl").read_text() == ""
+
+
+def test_changed_data_is_named(tmp_path):
+    x = np.arange(6.0).reshape(3, 2)
+    with _open(tmp_path, {"data_fingerprint": data_fingerprint(x)}) as run:
+        run.append({"i": 0})
+    y = x.copy()
+    y[2, 1] += 1e-12  # the same file name, different contents
+    assert data_fingerprint(y) != data_fingerprint(x)
+    assert data_fingerprint(x.astype(np.float32)) != data_fingerprint(x)
+    with pytest.raises(ValueError, match="the data differ from those the run was started with"):
+        _open(tmp_path, {"data_fingerprint": data_fingerprint(y)}, resume=True)
+
+
+def test_overwrite_empties_records_before_the_new_config(tmp_path, monkeypatch):
+    with _open(tmp_path) as run:
+        run.append({"i": 0})
+    from ntkcond.runs import rundir
+
+    writes, real = [], rundir.atomic_write
+
+    def record(path, data):
+        writes.append(os.path.basename(path))
+        if os.path.basename(path) == "config.json":
+            raise OSError("disk full")  # a crash between the two writes
+        real(path, data)
+
+    monkeypatch.setattr(rundir, "atomic_write", record)
+    with pytest.raises(OSError):
+        _open(tmp_path, {"a": 2}, overwrite=True)
+    assert writes == ["records.jsonl", "config.json"]
+    # The old config with no records: resuming it recomputes, never mixes.
+    monkeypatch.setattr(rundir, "atomic_write", real)
+    with _open(tmp_path, resume=True) as run:
+        assert run.records == []
+
+
+@pytest.mark.parametrize(
+    "text, kept, repaired",
+    [
+        ('{"i": 0}\n{"i": 1}\n', [0, 1], False),
+        ('{"i": 0}\n{"i": 1}', [0, 1], True),      # a complete last record lost its newline
+        ('{"i": 0}\n{"i": 1, "v"', [0], True),     # torn by a kill mid-write
+    ],
+)
+def test_torn_tail_is_repaired_only_when_provable(tmp_path, text, kept, repaired):
+    path = tmp_path / "records.jsonl"
+    path.write_text(text)
+    assert [r["i"] for r in read_records(str(path), KEYS)] == kept
+    after = path.read_text()
+    assert after.endswith("\n") and (after != text) == repaired
+    with open(path, "a") as f:  # the next append starts on a clean line
+        f.write('{"i": 7}\n')
+    assert [r["i"] for r in read_records(str(path), KEYS)] == kept + [7]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"i": 0}\ngarbage\n{"i": 2}\n', "line 2 is not a JSON record"),
+        ('{"i": 0}\ngarbage\n{"i": 2}', "line 2 is not a JSON record"),  # not the last line
+        ('{"i": 0}\n[1, 2]\n', "line 2: expected a JSON object, got list"),
+        ('{"i": 0}\n{"v": 1}\n', r"line 2: record lacks the key fields \['i'\]"),
+    ],
+)
+def test_damage_other_than_a_torn_tail_is_refused_with_the_line(tmp_path, text, message):
+    path = tmp_path / "records.jsonl"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_records(str(path), KEYS, "f")
+    assert path.read_text() == text  # nothing rewritten
+
+
+def test_malformed_state_is_one_clear_error(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="config.json to hold a JSON object, got list"):
+        _open(tmp_path / "a", resume=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "config.json").write_text('{"a": 1}')
+    (tmp_path / "b" / "records.jsonl").mkdir()
+    with pytest.raises(ValueError, match="records.jsonl to be a file, got a directory"):
+        _open(tmp_path / "b", resume=True)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "records.jsonl").write_text('{"i": 0}\n')
+    with pytest.raises(ValueError, match="config.json is missing"):
+        _open(tmp_path / "c", resume=True)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="expected --out to be a directory, got the file"):
+        _open(tmp_path / "file")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        (tmp_path / "d").mkdir()
+        (tmp_path / "d" / "config.json").write_text("{")
+        _open(tmp_path / "d", resume=True)
+
+
+def test_a_second_process_is_refused_while_the_first_holds_the_directory(tmp_path):
+    holder = textwrap.dedent(f"""
+        import sys, time
+        from ntkcond.runs.rundir import open_run
+        with open_run({str(tmp_path)!r}, {{"a": 1}}, key_fields=("i",)) as run:
+            print("locked", flush=True)
+            sys.stdin.readline()
+    """)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", holder], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        with pytest.raises(RunLockedError, match=r"is in use by another run \(pid \d+"):
+            _open(tmp_path, resume=True)
+    finally:
+        proc.communicate("\n", timeout=60)
+    with _open(tmp_path, resume=True) as run:  # released when the holder ended
+        assert run.records == []
+
+
+def test_two_real_script_runs_into_one_directory(tmp_path):
+    """Two cond_vs_depth processes started together: one runs, the other exits 2 at once."""
+    cmd = [sys.executable, os.path.join(REPO, "scripts", "cond_vs_depth.py"), "--batch", "200",
+           "--max-batches", "3", "--depths", "0-10", "--no-progress", "--out", str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    a = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    b = subprocess.Popen(cmd + ["--resume"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    (_, err_a), (_, err_b) = a.communicate(timeout=300), b.communicate(timeout=300)
+    codes = sorted([a.returncode, b.returncode])
+    errs = [e for e in (err_a, err_b) if "error" in e]
+    # Either they overlapped (one refused: in use, or already a run) or ran one after the other.
+    assert codes in ([0, 0], [0, 2]), (codes, err_a, err_b)
+    assert all(e.count("\n") == 1 for e in errs)
+    records = _lines(tmp_path / "records.jsonl")
+    keys = [(r["batch_index"], r["depth"], r["activation"]) for r in records]
+    assert len(keys) == len(set(keys)) == 3 * 11 * 2  # complete, no duplicates
+
+
+SCRIPT_RUNS = {
+    "cond_vs_depth": ["--batch", "64", "--max-batches", "1", "--depths", "0-1"],
+    "cond_vs_batch": ["--sizes", "20,30", "--depths", "1", "--no-angles"],
+    "min_angle": ["--limit", "40", "--depths", "0-1", "--block", "16"],
+    "check_claims": ["--only", "4"],
+    "biasfree_dynamics": ["ntk", "--fast"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPT_RUNS))
+def test_no_script_replaces_a_run_silently(tmp_path, capsys, name):
+    script = load_script(name)
+    argv = SCRIPT_RUNS[name] + ["--out", str(tmp_path), "--no-progress"]
+    assert script.main(argv) == 0
+    capsys.readouterr()
+    before = {f: (tmp_path / f).read_bytes() for f in sorted(os.listdir(tmp_path))
+              if (tmp_path / f).is_file() and not f.startswith(".lock")}
+    assert script.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{name}: error:") and "--overwrite" in err
+    after = {f: (tmp_path / f).read_bytes() for f in before}
+    assert after == before  # nothing already written is lost
+    assert script.main(argv + ["--overwrite"]) == 0
+    if name not in ("check_claims",):
+        assert script.main(argv + ["--resume"]) == 0  # a complete run resumes to the same outputs
