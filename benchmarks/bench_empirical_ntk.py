@@ -46,7 +46,7 @@ NT_METHODS = ("nt_jacobian", "nt_ntk_vp")
 
 
 def structured_flops(n: int, d: int, m: int, depth: int) -> float:
-    """FLOPs of eq. (1) of ntkcond.empirical for n inputs (x2 = x1), all layers trainable.
+    """FLOPs of eq. (1) of ntkcond.finite.empirical for n inputs (x2 = x1), all layers trainable.
 
     forward 2n(dm + (L−1)m² + m), backward 2n(L−1)m², Grams 2n²(d + Lm) of inputs and
     2n²·Lm of output gradients. Depth 0: 2n·d + 2n²d.

@@ -28,7 +28,7 @@ timeout 240 $PY - "$OUT" <<'PY'
 import json, math, os, sys, time
 import numpy as np
 from ntkcond import datasets
-from ntkcond.streaming import streaming_smallest_angles
+from ntkcond.scale.streaming import streaming_smallest_angles
 
 out = sys.argv[1]
 try:

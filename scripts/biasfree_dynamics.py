@@ -10,8 +10,9 @@ deep (5), ntk (6); orthogonal, xor, rank-one, large-init (independent linear net
 orthogonal and XOR data, the conserved rank-one structure, collapse at large init and
 learning rate); all. Each writes <name>.png and summary_<name>.json to --out (``all`` also
 writes summary.json with every result) and prints the JSON summary. The experiments are
-``ntkcond.biasfree_experiments`` and ``ntkcond.independent_experiments``; the figures
-``ntkcond.biasfree_figures.plot``.
+``ntkcond.papers.zhang_saxe_latham.experiments`` and ``.independent_experiments``, the
+figures ``.figures.plot``; the run directory ``.run.run_experiments``: one directory collects
+experiments with the same --fast/--seed (--resume adds to it; --overwrite starts over).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Exact finite-width NTKs of ``ntkcond.mlp`` nets without Jacobians, and their Monte Carlo.
 
-For the net of ``ntkcond.models`` eq. (1), f = s_L A^L W^{L+1} with zˡ = sₗ₋₁ Aˡ⁻¹ Wˡ, the
+For the net of ``ntkcond.finite.models`` eq. (1), f = s_L A^L W^{L+1} with zˡ = sₗ₋₁ Aˡ⁻¹ Wˡ, the
 gradient of f(x) with respect to the weights Wˡ of layer i = l − 1 (0-based, as
 ``resolve_trainable``) is the outer product
 

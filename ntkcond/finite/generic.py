@@ -106,7 +106,7 @@ def _group_jacobian(apply_fn, params, xs, starts, signature):
 def _gram(j1, j2, full: bool):
     """Σ_p J₁[i, a, p] J₂[j, b, p]: (c1, c2, O, O) if full, else Σ_a (c1, c2), one GEMM.
 
-    On the CPU the product runs in NumPy's BLAS (``ntkcond._jax.on_cpu``: ~2.7x XLA's GEMM
+    On the CPU the product runs in NumPy's BLAS (``ntkcond._core.x64.on_cpu``: ~2.7x XLA's GEMM
     in float64, and ``J @ J.T`` of one buffer is a symmetric rank-k update); elsewhere it is
     a jax matmul at ``Precision.HIGHEST`` (no TF32 on GPUs).
     """

@@ -76,7 +76,7 @@ def gradient_recursion(angle0, cos0, depths, act: Activation, layers=None, xp=np
       Z_{k+1} = s·(1 + cos θ_{k+1}) + count_k·βθ_k + ġ(θ_k)·Z_k
       T_{k+1} = s·cos θ_{k+1} + ġ(θ_k)·T_k.
     Works on any numpy arrays (scalars for closed forms, n1 × n2 matrices for kernels), and on
-    jax arrays under jit with ``xp=jax.numpy`` (``ntkcond.streaming``).
+    jax arrays under jit with ``xp=jax.numpy`` (``ntkcond.scale.streaming``).
     """
     wanted = set(depths)
     beta = derivative_slope(act)

@@ -42,7 +42,7 @@ def unit_geometry(xh1: np.ndarray, xh2: np.ndarray, same: bool):
     """(θ₀, cos θ₀) between unit rows: Gram route, Kahan's formula within 0.1 rad of 0 or π.
 
     ``same``: xh1 is xh2 (the diagonal is set to exactly 0). Used by ``pair_geometry`` and, block by
-    block, by ``ntkcond.streaming``.
+    block, by ``ntkcond.scale.streaming``.
     """
     cos = np.clip(xh1 @ xh2.T, -1.0, 1.0)
     angle = angle_from(1.0 - cos, 1.0 + cos)

@@ -87,7 +87,7 @@ def blockwise_ntk(
       activation, trainable: as in ``infinite_ntk``.
       block: block size b.
       backend: "numpy", or "jax" to shard the blocks of each block row over JAX devices
-        (``ntkcond.sharding``; float64).
+        (``ntkcond.scale.sharded``; float64).
       devices: jax backend: None (all), a count, or a list of devices.
       memory_limit: bytes allowed (default: the available memory).
 

@@ -23,7 +23,7 @@ matrix and the full one can differ in the last bit.
 Backends: ``"numpy"`` runs the recursion of ``ntkcond.angles`` on numpy blocks, with
 ``workers`` threads over the blocks of a block row (numpy releases the GIL); ``"jax"`` runs the
 same recursion under ``jax.jit`` with the blocks of a block row sharded over all JAX devices
-(``ntkcond.sharding``). ``"auto"`` takes ``"jax"`` when there is an accelerator or more than
+(``ntkcond.scale.sharded``). ``"auto"`` takes ``"jax"`` when there is an accelerator or more than
 one device, else ``"numpy"`` (faster than XLA for float64 transcendental functions on CPU).
 
 Interrupted runs resume: with ``checkpoint=path``, the state after every finished block row is
