@@ -67,7 +67,7 @@ def test_cond_vs_depth_killed_and_resumed(tmp_path, monkeypatch):
 
     from ntkcond.runs import cond_vs_depth as sweep
 
-    real, calls = sweep.measure_infinite_batch, []
+    real, calls = sweep.iter_infinite_batch, []
 
     def dies_on_third_call(*args, **kwargs):
         calls.append(1)
@@ -75,13 +75,13 @@ def test_cond_vs_depth_killed_and_resumed(tmp_path, monkeypatch):
             raise KeyboardInterrupt  # stands for a kill: nothing after this point is written
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sweep, "measure_infinite_batch", dies_on_third_call)
+    monkeypatch.setattr(sweep, "iter_infinite_batch", dies_on_third_call)
     assert script.main(argv + ["--out", str(tmp_path / "cut")]) == 130  # Ctrl-C: one line, 130
     cut = tmp_path / "cut" / "records.jsonl"
     assert len(_records(cut)) == 2 * 3  # two (batch, activation) items of 3 depths finished
     with open(cut, "a") as f:
         f.write('{"batch_index": 1, "dep')  # a line torn by the kill
-    monkeypatch.setattr(sweep, "measure_infinite_batch", real)
+    monkeypatch.setattr(sweep, "iter_infinite_batch", real)
     assert script.main(argv + ["--out", str(tmp_path / "cut"), "--resume"]) == 0
     resumed = _records(cut)
     key = lambda r: (r["batch_index"], r["depth"], r["activation"])

@@ -18,7 +18,8 @@ from .. import datasets
 from .._core.checks import as_int
 from .._core.io import atomic_savefig
 from ..activations import parse_activation
-from .depth import measure_finite_batch, measure_infinite_batch
+from .._core.memory import InsufficientMemoryError, available_memory
+from .depth import iter_finite_batch, iter_infinite_batch
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
 
@@ -71,6 +72,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
                                      max_batches=max_batches, drop_last=drop_last)
+    _check_batch_memory(batch, len(ds.x), where)
     config = {"dataset": ds.name, "split": ds.split, "batch": batch, "depths": depths,
               "activations": acts, "width": widths, "trainable": trainable,
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,
@@ -97,11 +99,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                 index = index_batches[b]
                 meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
                 if width == "inf":
-                    new = measure_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                                 trainable=trainable, meta=meta)
+                    new = iter_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
+                                              trainable=trainable, meta=meta)
                 else:
-                    new = measure_finite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                               width=width, seeds=[s], trainable=trainable, meta=meta)
+                    new = iter_finite_batch(ds.x[index], index, depths=missing, activations=[act],
+                                            width=width, seeds=[s], trainable=trainable, meta=meta)
                 for rec in new:
                     run.append(rec)
                     bar.update(1)
@@ -115,6 +117,24 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         figure = plot_cond_vs_depth(rows, run.file("figure.png"), title=title, metadata=config)
         return DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed)
+
+
+#: float64 n × n arrays alive at once in one batch's infinite-width sweep (geometry, recursion
+#: terms, kernel, angles, eigvalsh workspace): the tracemalloc peak of ``measure_infinite_batch``
+#: (depths 0-10, ReLU and linear) is 26.0 of them at n = 256 and at n = 512; 28 leaves a margin.
+BATCH_ARRAYS = 28
+
+
+def _check_batch_memory(batch: int, n_data: int, where: str) -> None:
+    n = min(int(batch), int(n_data))
+    needed = BATCH_ARRAYS * 8 * n * n
+    if needed > available_memory():
+        raise InsufficientMemoryError(
+            f"{where}: a batch of n = {n} needs about {needed / 2**30:.1f} GiB "
+            f"({BATCH_ARRAYS} float64 n × n arrays) but only {available_memory() / 2**30:.1f} GiB "
+            "is available; use a smaller --batch, or for a whole data set "
+            "scripts/min_angle.py (angles) and ntkcond.exact_conditioning / "
+            "matrix_free_conditioning (κ)")
 
 
 def summarize(records) -> list[dict]:

@@ -24,7 +24,8 @@ from ..infinite.geometry import input_angles, pair_geometry
 from ..infinite.kernels import sweep_geometry
 from ..spectrum import argmin_upper, conditioning, pairwise_angles
 
-__all__ = ["RECORD_KEYS", "spectrum_record", "measure_infinite_batch", "measure_finite_batch"]
+__all__ = ["RECORD_KEYS", "spectrum_record", "iter_infinite_batch", "iter_finite_batch",
+           "measure_infinite_batch", "measure_finite_batch"]
 
 RECORD_KEYS = (
     "dataset",
@@ -70,8 +71,9 @@ def spectrum_record(ntk, angles, index, *, dtype=None) -> dict:
     }
 
 
-def measure_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None) -> list[dict]:
-    """Records for one batch at infinite width: every depth × activation.
+def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None):
+    """Records for one batch at infinite width, every depth × activation, yielded as each
+    kernel is done (``measure_infinite_batch`` collects them in a list).
 
     The Gram matrix, input angles and layer recursion are shared across depths
     (``depth_sweep``); one float64 ``eigvalsh`` per kernel.
@@ -82,8 +84,8 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
       trainable: "all", "first" or "last".
       meta: keys copied into every record (dataset, split, batch_index, ...).
 
-    Returns:
-      list of record dicts (``RECORD_KEYS``).
+    Yields:
+      record dicts (``RECORD_KEYS``).
     """
     meta = dict(meta or {})
     x = np.asarray(x, dtype=np.float64)
@@ -92,7 +94,6 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
     start = time.perf_counter()
     geometry = pair_geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
     min_input = math.degrees(argmin_upper(geometry[0])[0])
-    records = []
     for activation in activations:
         act = parse_activation(activation)
         for item in sweep_geometry(geometry, depths, act, trainable):
@@ -110,13 +111,19 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
             now = time.perf_counter()
             rec["seconds"] = now - start
             start = now
-            records.append(rec)
-    return records
+            yield rec
 
 
-def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                         meta=None) -> list[dict]:
-    """Records for one batch at finite width: every activation × seed × depth.
+def measure_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None) -> list[dict]:
+    """``list(iter_infinite_batch(...))``: the records of one batch at infinite width."""
+    return list(iter_infinite_batch(x, index, depths=depths, activations=activations,
+                                    trainable=trainable, meta=meta))
+
+
+def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
+                      meta=None):
+    """Records for one batch at finite width, every activation × seed × depth, yielded as
+    each kernel is done (``measure_finite_batch`` collects them in a list).
 
     Each kernel is the exact empirical NTK of ``ntkcond.mlp(depth, width, activation)`` with
     weights from ``jax.random.PRNGKey(seed)`` (the same seed gives the same net on every
@@ -131,8 +138,8 @@ def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, tr
       trainable: "all", "first" or "last".
       meta: keys copied into every record.
 
-    Returns:
-      list of record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed.
+    Yields:
+      record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed.
     """
     from ..finite.empirical import empirical_ntk
     from ..finite.models import mlp
@@ -143,27 +150,30 @@ def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, tr
         raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
     seeds = [int(s) for s in seeds]
     min_input = math.degrees(argmin_upper(input_angles(x))[0])
-    records = []
-    with x64():
-        import jax
-        import jax.numpy as jnp
+    import jax
+    import jax.numpy as jnp
 
-        xj = jnp.asarray(x, jnp.float64)
-        for activation in activations:
-            act = parse_activation(activation)
-            for seed in seeds:
-                for depth in sorted(set(depths)):
-                    start = time.perf_counter()
+    for activation in activations:
+        act = parse_activation(activation)
+        for seed in seeds:
+            for depth in sorted(set(depths)):
+                start = time.perf_counter()
+                with x64():  # scoped per kernel: never left on while the caller runs
                     net = mlp(depth, width, act)
                     params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
-                    K = np.asarray(empirical_ntk(net, params, xj, trainable=trainable), np.float64)
-                    rec = dict(meta)
-                    rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
-                               seed=seed, trainable=trainable)
-                    rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64))
-                    rec["min_input_angle_deg"] = min_input
-                    rec["seconds"] = time.perf_counter() - start
-                    records.append(rec)
-    return records
+                    K = np.asarray(empirical_ntk(net, params, jnp.asarray(x, jnp.float64),
+                                                 trainable=trainable), np.float64)
+                rec = dict(meta)
+                rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
+                           seed=seed, trainable=trainable)
+                rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64))
+                rec["min_input_angle_deg"] = min_input
+                rec["seconds"] = time.perf_counter() - start
+                yield rec
 
 
+def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
+                         meta=None) -> list[dict]:
+    """``list(iter_finite_batch(...))``: the records of one batch at finite width."""
+    return list(iter_finite_batch(x, index, depths=depths, activations=activations, width=width,
+                                  seeds=seeds, trainable=trainable, meta=meta))
