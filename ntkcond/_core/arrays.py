@@ -68,13 +68,16 @@ def check_kernel(K, where: str, dtype, inputs, source: str = "") -> None:
 
 def _all_finite(a) -> bool:
     """Whether every entry is finite: on the device for jax arrays (in their own dtype, so
-    a float64 array is not cast to float32 with x64 off), else in NumPy."""
+    a float64 array is not cast to float32 with x64 off), else in NumPy. Traced values (the
+    caller runs under ``jax.jit``/``vmap``) have no values to check: True."""
     import jax
 
+    if isinstance(a, jax.core.Tracer):
+        return True
     if isinstance(a, jax.Array):
         import jax.numpy as jnp
 
-        with scoped_dtype(a):
+        with scoped_dtype(a), jax.ensure_compile_time_eval():  # eager even under a jit trace
             return bool(jnp.all(jnp.isfinite(a)))
     return bool(np.all(np.isfinite(np.asarray(a))))
 
