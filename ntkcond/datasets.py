@@ -3,16 +3,28 @@
 Names:
   ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn_cropped``
                 tensorflow-datasets (the ``tfds`` extra), read from the TFDS data dir (or
-                downloaded when there is a network). Without data and network,
-                ``DataUnavailableError`` says where it looked and the two ways out.
+                downloaded when there is a network), or an exported file
+                ``<name>_<split>.npz`` (arrays ``x``, ``y``; e.g. ``cifar10_test.npz``) in
+                ``data_dir``, which is used first when present. Either way the papers'
+                normalisation of that set is applied. Without data and network,
+                ``DataUnavailableError`` says where it looked and the ways out.
   ``digits``    scikit-learn's bundled 8×8 handwritten digits (1797 images, d = 64), real
                 data with no download: the offline default. Pixels 0…16 are scaled to [0, 1],
                 then normalised with mean 0.5, std 0.5, as for MNIST.
   ``gaussian``  synthetic N(0, I_d) inputs (``n``, ``dim``), as in the papers' synthetic runs.
-  a path        an ``.npz`` file with arrays ``x`` (images or vectors) and ``y``. Integer
-                pixels are scaled to [0, 1] by 1/255; ``mean``/``std`` are optional.
+  a path        an ``.npz`` file with arrays ``x`` (images or vectors) and ``y``. Its
+                normalisation must be given: ``preset`` (a named set's), ``mean`` and ``std``,
+                or ``normalize="none"`` (the values as they are). A file with none of them is
+                refused rather than used raw: raw 0…1 pixels give a different κ than the
+                papers' normalised ones (CIFAR-10 test, 512 images, depth 0: κ_eff 7.8e5
+                raw against 6.0e4 normalised), and a silent default (the file's own mean and
+                std, say) would give a third, plausible-looking number.
 
-The per-channel normalisation is (x/255 − mean)/std, as in the papers' code (Liu & Hui).
+Pixel scaling follows the values (``pixel_scale`` and ``pixel_scaling`` in
+``Dataset.preprocessing``): uint8 → /255; other pixels with min ≥ 0 and 1 < max ≤ 255 → /255;
+pixels within [0, 1] → as they are; anything else (negative values, > 255) is refused unless
+``normalize="none"``. The per-channel normalisation is then (x·scale − mean)/std, as in the
+papers' code (Liu & Hui).
 """
 from __future__ import annotations
 
@@ -20,8 +32,12 @@ import contextlib
 import dataclasses
 import logging
 import os
+import zipfile
+import zlib
 
 import numpy as np
+
+from ._core.checks import as_count
 
 __all__ = ["Dataset", "DataUnavailableError", "TFDS_NAMES", "load", "batches"]
 
@@ -35,6 +51,14 @@ TFDS_NAMES = {
         tuple(v / 255 for v in (63.0, 62.1, 66.7)),
     ),
 }
+# Image shapes of the named sets, to recognise an exported file of the wrong set.
+_IMAGE_SHAPES = {
+    "mnist": ((28, 28), (28, 28, 1)),
+    "fashion_mnist": ((28, 28), (28, 28, 1)),
+    "svhn_cropped": ((32, 32, 3),),
+    "cifar10": ((32, 32, 3),),
+}
+_NORMALIZE = ("default", "unit", "none")
 _DOWNLOAD_HOST = "storage.googleapis.com"
 
 
@@ -50,9 +74,13 @@ class Dataset:
       x: (n, d) float64 inputs, preprocessed and flattened.
       y: (n,) labels.
       name: data-set name or path.
-      split: split name.
+      split: split name as given; by default "train" for the tensorflow-datasets names, "all"
+        for ``digits`` and ``gaussian`` (one split), and the file's stem for an ``.npz`` path
+        (e.g. "cifar10_test"); never a guess.
       image_shape: shape of one example before flattening, e.g. (28, 28) or (32, 32, 3).
-      preprocessing: what was applied (JSON-serialisable), written into every output file.
+      preprocessing: what was applied (JSON-serialisable), written into every output file:
+        source, pixel_scale, pixel_scaling (in words), pixel_range (min, max before scaling),
+        mean, std, normalize.
     """
 
     x: np.ndarray
@@ -63,27 +91,62 @@ class Dataset:
     preprocessing: dict
 
 
+def _as_stats(value, name: str, where: str):
+    """``mean``/``std`` as a 1-D float64 array of finite values (None passes through)."""
+    if value is None:
+        return None
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: expected {name} as a number or a sequence of numbers (one per "
+                        f"channel), got {value!r}") from None
+    if arr.ndim != 1 or arr.size == 0 or isinstance(value, (str, bytes)):
+        raise TypeError(f"{where}: expected {name} as a number or a sequence of numbers (one per "
+                        f"channel), got {value!r}")
+    if not np.all(np.isfinite(arr)) or (name == "std" and np.any(arr <= 0)):
+        bound = "finite values > 0" if name == "std" else "finite values"
+        raise ValueError(f"{where}: expected {name} with {bound}, got {arr.tolist()}")
+    return arr
+
+
+def _pixel_scale(images: np.ndarray, what: str, where: str):
+    """(scale, description, [min, max]) of ``images`` by their values (module docstring)."""
+    lo, hi = float(np.min(images)), float(np.max(images))
+    kind = str(images.dtype)
+    if images.dtype == np.uint8:
+        return 1.0 / 255.0, "uint8 pixels divided by 255", [lo, hi]
+    if lo >= 0 and hi <= 1:
+        return 1.0, f"{kind} pixels within [0, 1] used as they are", [lo, hi]
+    if lo >= 0 and hi <= 255:
+        return 1.0 / 255.0, f"{kind} pixels in [0, 255] with max {hi:g} > 1 divided by 255", [lo, hi]
+    raise ValueError(
+        f"{where}: expected pixels in [0, 1] or [0, 255] in {what}, got {kind} values in "
+        f"[{lo:.6g}, {hi:.6g}]; pass normalize='none' (--normalize none) to use the values as "
+        "they are"
+    )
+
+
 def _normalise(x: np.ndarray, scale: float, mean, std, where: str):
     """(x·scale − mean)/std per channel (last axis of images with channels, else scalar)."""
-    x = x.astype(np.float64) * scale
-    mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
-    std = np.atleast_1d(np.asarray(std, dtype=np.float64))
-    if np.any(std <= 0):
-        raise ValueError(f"{where}: expected std > 0, got {std.tolist()}")
     channels = x.shape[-1] if x.ndim == 4 else 1
     for name, v in (("mean", mean), ("std", std)):
         if v.size not in (1, channels):
             raise ValueError(
-                f"{where}: expected {name} with 1 or {channels} values, got {v.size}"
+                f"{where}: expected {name} with 1 or {channels} values (one per channel), got {v.size}"
             )
-    return (x - mean) / std, mean.tolist(), std.tolist()
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (x.astype(np.float64) * scale - mean) / std
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{where}: expected finite inputs after normalisation, got an overflow "
+                         f"from mean {mean.tolist()} and std {std.tolist()}")
+    return out, mean.tolist(), std.tolist()
 
 
 def load(
-    name: str,
-    split: str = "train",
+    name,
+    split: str | None = None,
     *,
-    data_dir: str | None = None,
+    data_dir=None,
     n: int = 512,
     dim: int = 784,
     seed: int = 0,
@@ -95,85 +158,168 @@ def load(
     """Load a data set as float64 (n, d) arrays.
 
     Args:
-      name: ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn_cropped`` (tensorflow-datasets),
-        ``digits``, ``gaussian`` or a path to an ``.npz`` file.
-      split: split name (``digits``, ``gaussian`` and ``.npz`` files have one split; recorded).
-      data_dir: TFDS data dir (default ``$TFDS_DATA_DIR`` or ``~/tensorflow_datasets``).
+      name: ``mnist``, ``fashion_mnist``, ``cifar10``, ``svhn_cropped`` (tensorflow-datasets,
+        or ``<name>_<split>.npz`` in ``data_dir``), ``digits``, ``gaussian``, or a path (str
+        or ``os.PathLike``) to an ``.npz`` file with arrays ``x`` and ``y``.
+      split: split name; default "train" for the tensorflow-datasets names. ``digits``,
+        ``gaussian`` and ``.npz`` files have one split: it is recorded as given, by default
+        "all" (``digits``, ``gaussian``) or the file's stem (e.g. "cifar10_test").
+      data_dir: TFDS data dir (default ``$TFDS_DATA_DIR`` or ``~/tensorflow_datasets``), also
+        searched for an exported ``<name>_<split>.npz``, which is used first when present
+        (e.g. ``load("cifar10", "test", data_dir="../shared/data")`` reads
+        ``../shared/data/cifar10_test.npz`` with CIFAR-10's normalisation).
       n, dim, seed: size and seed of the ``gaussian`` set.
-      mean, std: per-channel normalisation after scaling to [0, 1] (``.npz``; the named sets
-        use the papers' values).
-      preset: for an ``.npz`` file, use the papers' mean/std of a named set (``mnist``,
-        ``fashion_mnist``, ``cifar10``, ``svhn_cropped``); overridden by ``mean``/``std``.
-      normalize: ``default`` (as above), ``unit`` (additionally project every input onto the
-        unit sphere) or ``none`` (raw values as float64).
+      mean, std: per-channel normalisation after pixel scaling (a number or one per channel);
+        override a named set's values. An ``.npz`` path needs both (or ``preset``).
+      preset: for an ``.npz`` path, the papers' mean/std of a named set (``mnist``,
+        ``fashion_mnist``, ``cifar10``, ``svhn_cropped``); ``mean``/``std`` override it.
+      normalize: ``default`` (pixel scaling and mean/std as above), ``unit`` (additionally
+        project every input onto the unit sphere) or ``none`` (raw values as float64; not
+        with mean, std or preset).
 
     Raises:
       DataUnavailableError: a TFDS set neither on disk nor downloadable (a ValueError).
-      ValueError: unknown name, malformed file, NaN values, bad sizes.
+      TypeError: name, split, data_dir, preset, normalize, mean, std, n, dim or seed of the
+        wrong type.
+      ValueError: unknown name; unreadable, truncated or malformed file; NaN/Inf values;
+        pixels outside [0, 1] and [0, 255] (unless normalize="none"); an ``.npz`` path
+        without ``preset``, ``mean``/``std`` or ``normalize="none"``; bad sizes.
     """
     where = "datasets.load"
-    if preset is not None:
-        if preset not in TFDS_NAMES:
-            raise ValueError(f"{where}: expected preset in {sorted(TFDS_NAMES)}, got {preset!r}")
-        mean = TFDS_NAMES[preset][0] if mean is None else mean
-        std = TFDS_NAMES[preset][1] if std is None else std
-    if normalize not in ("default", "unit", "none"):
+    name = _as_path_or_name(name, "name", where)
+    if split is not None and not isinstance(split, str):
+        raise TypeError(f"{where}: expected split as a str (e.g. 'train', 'test') or None, "
+                        f"got {type(split).__name__} {split!r}")
+    if data_dir is not None:
+        data_dir = _as_path_or_name(data_dir, "data_dir", where)
+    if not isinstance(normalize, str):
+        raise TypeError(f"{where}: expected normalize as one of {_NORMALIZE}, got "
+                        f"{type(normalize).__name__} {normalize!r}")
+    if normalize not in _NORMALIZE:
         raise ValueError(f"{where}: expected normalize 'default', 'unit' or 'none', got {normalize!r}")
+    if preset is not None and not isinstance(preset, str):
+        raise TypeError(f"{where}: expected preset as a str in {sorted(TFDS_NAMES)} or None, got "
+                        f"{type(preset).__name__} {preset!r}")
+    if preset is not None and preset not in TFDS_NAMES:
+        raise ValueError(f"{where}: expected preset in {sorted(TFDS_NAMES)}, got {preset!r}")
+    mean, std = _as_stats(mean, "mean", where), _as_stats(std, "std", where)
+    given = [k for k, v in (("mean", mean), ("std", std), ("preset", preset)) if v is not None]
+    if normalize == "none" and given:
+        raise ValueError(f"{where}: expected no {'/'.join(given)} with normalize='none' (raw "
+                         f"values), got {', '.join(given)}; drop them or use normalize='default'")
+    if name == "gaussian":
+        return _gaussian(split, n, dim, seed, normalize, given, where)
+    if name in TFDS_NAMES or name == "digits":
+        if preset not in (None, name):
+            raise ValueError(f"{where}: expected preset only for an .npz path (or equal to the "
+                             f"name), got preset={preset!r} for the named set {name!r}")
     if name in TFDS_NAMES:
-        images, y, source = _load_tfds(name, split, data_dir, where)
-        scale = 1.0 / 255.0
+        split = "train" if split is None else split
+        exported = _exported_file(name, split, data_dir)
+        if exported is not None:
+            images, y = _read_npz(exported, where)
+            if tuple(images.shape[1:]) not in _IMAGE_SHAPES[name]:
+                raise ValueError(
+                    f"{where}: expected {name} images of shape "
+                    f"{' or '.join(map(str, _IMAGE_SHAPES[name]))} in {exported}, got "
+                    f"{tuple(images.shape[1:])}")
+            source = os.path.abspath(exported)
+        else:
+            images, y, source = _load_tfds(name, split, data_dir, where)
         default_mean, default_std = TFDS_NAMES[name]
     elif name == "digits":
         from sklearn.datasets import load_digits
 
         bunch = load_digits()
         images, y = bunch.images, bunch.target
-        scale, default_mean, default_std = 1.0 / 16.0, 0.5, 0.5
+        split = "all" if split is None else split
+        default_mean, default_std = 0.5, 0.5
         source = "sklearn.datasets.load_digits"
-    elif name == "gaussian":
-        if n < 1 or dim < 1:
-            raise ValueError(f"{where}: expected gaussian n >= 1 and dim >= 1, got n={n}, dim={dim}")
-        x = np.random.default_rng(seed).standard_normal((n, dim))
-        prep = {"source": "N(0, I)", "n": n, "dim": dim, "seed": seed, "normalize": normalize}
-        if normalize == "unit":
-            x = x / np.linalg.norm(x, axis=1, keepdims=True)
-        return Dataset(x, np.zeros(n, dtype=np.int64), "gaussian", split, (dim,), prep)
     elif name.endswith(".npz") or os.path.exists(name):
         images, y = _read_npz(name, where)
-        scale = 1.0 / 255.0 if np.issubdtype(images.dtype, np.integer) else 1.0
-        default_mean, default_std = 0.0, 1.0
+        split = _file_stem(name) if split is None else split
+        if preset is not None:
+            default_mean, default_std = TFDS_NAMES[preset]
+        elif normalize != "none" and (mean is None or std is None):
+            missing = "mean and std" if mean is None and std is None else ("mean" if mean is None else "std")
+            raise ValueError(
+                f"{where}: expected the normalisation of {name} (an .npz file has none built in), "
+                f"got no {missing}; pass preset= (--preset {'|'.join(sorted(TFDS_NAMES))}), "
+                "mean= and std= (--mean/--std), or normalize='none' (--normalize none) for the raw values"
+            )
+        else:
+            default_mean = default_std = None
         source = os.path.abspath(name)
     else:
         raise ValueError(
             f"{where}: unknown data set {name!r}; expected one of {sorted(TFDS_NAMES)}, "
             "'digits', 'gaussian' or a path to an .npz file"
         )
+    prep = {"source": source}
     if normalize == "none":
         x = images.astype(np.float64)
-        mean_used = std_used = None
-        scale = 1.0
+        prep.update(pixel_scale=1.0, pixel_scaling="none (raw values)", mean=None, std=None)
     else:
-        x, mean_used, std_used = _normalise(
-            images,
-            scale,
-            default_mean if mean is None else mean,
-            default_std if std is None else std,
-            where,
-        )
+        if name == "digits":
+            scale, scaling = 1.0 / 16.0, "digits pixels 0..16 divided by 16"
+        else:
+            scale, scaling, _ = _pixel_scale(images, source, where)
+        mean = _as_stats(default_mean, "mean", where) if mean is None else mean
+        std = _as_stats(default_std, "std", where) if std is None else std
+        x, mean_used, std_used = _normalise(images, scale, mean, std, where)
+        prep.update(pixel_scale=scale, pixel_scaling=scaling, mean=mean_used, std=std_used)
+    prep["pixel_range"] = [float(np.min(images)), float(np.max(images))]
     x = x.reshape(len(x), -1)
     if normalize == "unit":
-        norms = np.linalg.norm(x, axis=1, keepdims=True)
-        if np.any(norms == 0):
-            raise ValueError(f"{where}: cannot project a zero input onto the unit sphere ({name})")
-        x = x / norms
-    prep = {
-        "source": source,
-        "pixel_scale": scale,
-        "mean": mean_used,
-        "std": std_used,
-        "normalize": normalize,
-    }
+        x = _unit_rows(x, name, where)
+    prep["normalize"] = normalize
     return Dataset(x, np.asarray(y), name, split, tuple(images.shape[1:]), prep)
+
+
+def _as_path_or_name(value, what: str, where: str) -> str:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TypeError(f"{where}: expected {what} as a str (a data-set name or a path) or "
+                        f"os.PathLike, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _file_stem(path: str) -> str:
+    base = os.path.basename(os.path.normpath(path))
+    stem = base[: -len(".npz")] if base.lower().endswith(".npz") else os.path.splitext(base)[0]
+    return stem or "file"
+
+
+def _gaussian(split, n, dim, seed, normalize, given, where) -> Dataset:
+    if given:
+        raise ValueError(f"{where}: expected no {'/'.join(given)} for the gaussian set (its inputs "
+                         f"are N(0, I) as drawn), got {', '.join(given)}")
+    n, dim = as_count(n, "gaussian n", where), as_count(dim, "gaussian dim", where)
+    seed = as_count(seed, "seed", where, minimum=0)
+    x = np.random.default_rng(seed).standard_normal((n, dim))
+    prep = {"source": "N(0, I)", "n": n, "dim": dim, "seed": seed, "normalize": normalize}
+    if normalize == "unit":
+        x = _unit_rows(x, "gaussian", where)
+    return Dataset(x, np.zeros(n, dtype=np.int64), "gaussian", "all" if split is None else split, (dim,), prep)
+
+
+def _unit_rows(x: np.ndarray, name: str, where: str) -> np.ndarray:
+    """Every row divided by its norm (computed after dividing by the row's max |x|, so no
+    overflow for large values)."""
+    top = np.max(np.abs(x), axis=1, keepdims=True)
+    if np.any(top == 0):
+        row = int(np.argmax(top[:, 0] == 0))
+        raise ValueError(f"{where}: expected nonzero inputs to project onto the unit sphere, got "
+                         f"a zero row {row} ({name})")
+    x = x / top
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _exported_file(name: str, split: str, data_dir) -> str | None:
+    """``<data_dir>/<name>_<split>.npz`` if that file exists (data_dir default: the TFDS dir)."""
+    path = os.path.join(data_dir or _default_tfds_dir(), f"{name}_{split}.npz")
+    return path if os.path.isfile(path) else None
 
 
 def _default_tfds_dir() -> str:
@@ -195,8 +341,9 @@ def _load_tfds(name: str, split: str, data_dir, where: str):
     """Images (n, H, W, C) uint8 and labels of a tensorflow-datasets split, as numpy."""
     searched = data_dir or _default_tfds_dir()
     ways_out = (
-        f"point --data-dir at a prepared TFDS directory, or pass --dataset path/to/file.npz "
-        f"(arrays x and y)"
+        f"pass --data-dir DIR (data_dir=) holding an exported {name}_{split}.npz (arrays x and y; "
+        f"{name}_SPLIT.npz with --split SPLIT) or a prepared TFDS directory, or --dataset "
+        f"path/to/file.npz --preset {name}"
     )
     try:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
@@ -246,27 +393,48 @@ def _load_tfds_quietly(tfds, name, split, searched, ways_out, where, kwargs):
 
 
 def _read_npz(path: str, where: str):
+    """Arrays x (n, ...) and y (n,) of an ``.npz`` file; one ValueError naming the file and what
+    is wrong for a missing, empty, truncated, non-zip or malformed file (no warnings)."""
+    if os.path.isdir(path):
+        raise ValueError(f"{where}: expected an .npz file, got the folder {path}")
     try:
-        f = np.load(path, allow_pickle=False)
-    except (OSError, EOFError, ValueError) as err:  # missing, truncated or not a zip file
-        raise ValueError(f"{where}: cannot read {path} as an .npz file ({err})") from None
-    if not hasattr(f, "files"):
-        raise ValueError(f"{where}: expected an .npz archive with arrays 'x' and 'y', got a single array in {path}")
-    with f:
-        if "x" not in f.files or "y" not in f.files:
-            raise ValueError(f"{where}: expected arrays 'x' and 'y' in {path}, got {sorted(f.files)}")
-        try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as err:
+        raise ValueError(f"{where}: cannot read {path} ({err.strerror or type(err).__name__})") from None
+    if not magic:
+        raise ValueError(f"{where}: cannot read {path} as an .npz file: expected a zip archive of "
+                         "arrays, got an empty file")
+    if magic.startswith(b"\x93NUMPY"):
+        raise ValueError(f"{where}: cannot read {path} as an .npz file: expected a zip archive with "
+                         "arrays x and y (numpy.savez), got a single .npy array")
+    if not magic.startswith(b"PK"):
+        raise ValueError(f"{where}: cannot read {path} as an .npz file: expected a zip archive of "
+                         f"arrays (numpy.savez), got a file starting with {magic!r}")
+    try:  # our own file object: closed even when numpy's zipfile fails half-way
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as f:
+            if "x" not in f.files or "y" not in f.files:
+                raise ValueError(f"{where}: expected arrays 'x' and 'y' in {path}, got {sorted(f.files)}")
             x, y = f["x"], f["y"]
-        except (OSError, EOFError, ValueError) as err:
-            raise ValueError(f"{where}: cannot read arrays from {path} ({err})") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as err:
+        if str(err).startswith(where):
+            raise
+        text = str(err).splitlines()[0] if str(err) else type(err).__name__
+        if "allow_pickle" in text:
+            raise ValueError(f"{where}: expected numeric arrays x and y in {path}, got an object "
+                             "array (Python objects; not loaded, as that could run code)") from None
+        raise ValueError(f"{where}: cannot read {path}: a truncated or corrupt .npz file "
+                         f"({type(err).__name__}: {text})") from None
     if x.ndim < 2 or len(x) == 0:
         raise ValueError(f"{where}: expected x of shape (n, ...) with n >= 1 in {path}, got {x.shape}")
-    if len(y) != len(x):
-        raise ValueError(f"{where}: expected len(y) == len(x) in {path}, got {len(y)} and {len(x)}")
-    if not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
-        raise ValueError(f"{where}: expected numeric x in {path}, got dtype {x.dtype}")
+    if y.ndim != 1 or len(y) != len(x):
+        raise ValueError(f"{where}: expected y of shape ({len(x)},) (one label per row of x) in {path}, "
+                         f"got {y.shape}")
+    if x.dtype == np.bool_ or not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
+        raise ValueError(f"{where}: expected numeric x (integer or floating) in {path}, got dtype {x.dtype}")
     if np.issubdtype(x.dtype, np.floating) and not np.all(np.isfinite(x)):
-        raise ValueError(f"{where}: expected finite pixels in {path}, got NaN or Inf")
+        row = int(np.argmax(~np.isfinite(x.reshape(len(x), -1)).all(axis=1)))
+        raise ValueError(f"{where}: expected finite pixels in {path}, got NaN or Inf in row {row}")
     return x, y
 
 
@@ -283,19 +451,34 @@ def batches(
 
     Args:
       dataset: a ``Dataset``.
-      batch: batch size, 1 ≤ batch ≤ n.
-      seed: shuffling seed; ``shuffle=False`` keeps the file order.
-      max_batches: at most this many batches.
+      batch: batch size, an integer with 1 ≤ batch ≤ n.
+      seed: shuffling seed (integer ≥ 0); ``shuffle=False`` keeps the file order.
+      max_batches: at most this many batches (integer ≥ 1), or None for all.
       drop_last: drop a final batch smaller than ``batch``.
 
     Returns:
       list of index arrays.
+
+    Raises:
+      TypeError: dataset not a ``Dataset``; batch, seed or max_batches not an integer (a bool,
+        2.5 or '64' is refused); shuffle or drop_last not a bool.
+      ValueError: batch outside [1, n], seed < 0, max_batches < 1.
     """
+    where = "batches"
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"{where}: expected a Dataset from datasets.load, got {type(dataset).__name__}")
     n = len(dataset.x)
-    if batch < 1 or batch > n:
+    batch = as_count(batch, "batch", where)
+    if batch > n:
         raise ValueError(
-            f"batches: expected 1 <= batch <= n = {n} ({dataset.name}), got batch = {batch}"
+            f"{where}: expected 1 <= batch <= n = {n} ({dataset.name}), got batch = {batch}"
         )
+    seed = as_count(seed, "seed", where, minimum=0)
+    if max_batches is not None:
+        max_batches = as_count(max_batches, "max_batches", where)
+    for flag, value in (("shuffle", shuffle), ("drop_last", drop_last)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{where}: expected {flag} as a bool, got {type(value).__name__} {value!r}")
     order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
     out = [order[i : i + batch] for i in range(0, n, batch)]
     if drop_last and len(out[-1]) < batch:

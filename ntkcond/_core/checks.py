@@ -112,3 +112,14 @@ def positive(value, name: str, where: str) -> float:
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{where}: expected {name} > 0 (finite), got {value!r}")
     return float(value)
+
+
+def as_count(value, name: str, where: str, minimum: int = 1) -> int:
+    """An integer >= ``minimum``: TypeError for anything but an integer (a bool is not a
+    count; 2.0 and '3' are refused too), ValueError below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{where}: expected {name} as an integer >= {minimum}, "
+                        f"got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{where}: expected {name} as an integer >= {minimum}, got {value!r}")
+    return int(value)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 
 @contextlib.contextmanager
 def x64(enabled: bool = True):
@@ -21,6 +23,36 @@ def x64(enabled: bool = True):
 
     with (experimental.enable_x64() if enabled else experimental.disable_x64()):
         yield
+
+
+def dtype_of(a) -> np.dtype:
+    """The dtype ``a`` has (arrays) or gets from ``numpy.asarray`` (lists, scalars)."""
+    dt = getattr(a, "dtype", None)
+    return np.dtype(dt) if dt is not None else np.asarray(a).dtype
+
+
+def float64_requested(*arrays) -> bool:
+    """True if any argument is float64 (None is skipped): with JAX's default x64 off, jax
+    would silently compute it in float32."""
+    return any(dtype_of(a) == np.float64 for a in arrays if a is not None)
+
+
+def scoped_dtype(*arrays):
+    """``x64()`` when ``float64_requested(*arrays)``, else a no-op context: computations in
+    the block keep a user's float64 argument in float64, whatever JAX's global x64 setting is
+    (which is left as it was)."""
+    return x64() if float64_requested(*arrays) else contextlib.nullcontext()
+
+
+def as_jax(a, dtype):
+    """``a`` as a jax array of ``dtype``; NumPy arrays and lists are cast by NumPy first (no
+    detour through jax's default int32/float32). Call inside ``scoped_dtype`` for float64."""
+    import jax
+    import jax.numpy as jnp
+
+    if not isinstance(a, jax.Array):
+        a = np.asarray(a, dtype=dtype)
+    return jnp.asarray(a, dtype)
 
 
 def on_cpu(*arrays) -> bool:

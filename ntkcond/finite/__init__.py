@@ -4,7 +4,9 @@
 ``empirical``: its exact NTK from one forward and one backward pass (no Jacobian), per-layer
 terms, features for streaming, and Monte Carlo over random nets.
 ``generic``: the NTK of any JAX model by parameter groups, and neural-tangents stax networks.
-Empirical kernels compute in the dtype of their inputs; use float64 for conditioning.
+Empirical kernels compute in the dtype of their inputs and params (float64 whenever one of them
+is float64, with or without jax's x64 mode); use float64 for conditioning. NaN/Inf, complex
+inputs and overflow raise instead of returning a NaN, truncated or infinite kernel.
 """
 from .empirical import (
     MonteCarloNTK as MonteCarloNTK,

@@ -17,22 +17,27 @@ with the output gradients from one backward pass
 σ'(z) = 1 for z > 0 and α otherwise. The read-out term (i = L) is s_L² A^L A'^{Lᵀ}.
 Cost: one forward and one backward pass over the batch, plus two n₁ × n₂ Grams per layer;
 memory O(n·Σm + n²); no n × P Jacobian is formed. Everything runs in the dtype of params
-and x1: as jitted jax at ``Precision.HIGHEST`` (no TF32/bf16 passes on accelerators), except
-float64 on the CPU, which runs the same equations in NumPy's BLAS (``_numpy_route_applies``).
+and x1 (float64, in a scoped x64 block, whenever one of them is float64: never silently
+float32 because jax's x64 mode is off): as jitted jax at ``Precision.HIGHEST`` (no TF32/bf16
+passes on accelerators), except float64 on the CPU, which runs the same equations in NumPy's
+BLAS (``_numpy_route_applies``).
 
 ``monte_carlo_ntk`` averages eq. (1) over independent initialisations and reports standard
 errors, so finite-width kernels can be compared with ``ntkcond.infinite_ntk``.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
+import numbers
 
 import numpy as np
 
-from .._core.checks import resolve_trainable
-from .._core.x64 import on_cpu
+from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real, overflow_error
+from .._core.checks import as_count, resolve_trainable
+from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 from ..spectrum import effective_condition_number, smallest_pairwise_angle
 from .models import MLP, check_params
 
@@ -40,8 +45,6 @@ __all__ = ["empirical_ntk", "empirical_ntk_features", "empirical_ntk_layers", "M
 
 # Row blocks of x1 are sized so that one block's features and Gram temporaries stay near this.
 _BLOCK_BYTES = 1 << 30
-
-
 
 
 def _layer_factors(params, slope: float):
@@ -150,38 +153,62 @@ def _numpy_route():
     return ntk, features, block
 
 
-def _prepare(net, params, x1, x2, where):
-    import jax.numpy as jnp
-
+def _validate(net, params, x1, x2, where):
+    """Types, shapes and finiteness of the arguments, before anything is converted or computed:
+    TypeError for a wrong net or a complex/non-numeric array, ValueError for wrong shapes or a
+    NaN/Inf in x1, x2 (naming the row) or in params (naming the weight and entry)."""
     if not isinstance(net, MLP):
         raise TypeError(f"{where}: expected net from ntkcond.mlp(...), got {type(net).__name__}")
-    x1 = jnp.asarray(x1)
-    check_params(net, params, x1.shape, where)
+    check_real(x1, where, "x1")
     if x2 is not None:
-        x2 = jnp.asarray(x2)
-        if x2.ndim != 2 or x2.shape[1] != x1.shape[1] or x2.shape[0] < 1:
+        check_real(x2, where, "x2")
+    shape1 = np.shape(x1)
+    check_params(net, params, shape1, where)
+    if x2 is not None:
+        shape2 = np.shape(x2)
+        if len(shape2) != 2 or shape2[1] != shape1[1] or shape2[0] < 1:
             raise ValueError(f"{where}: expected x1 and x2 of shapes (n1, d), (n2, d), "
-                             f"got {tuple(x1.shape)} and {tuple(x2.shape)}")
-    dtype = jnp.result_type(x1, *params)
+                             f"got {tuple(shape1)} and {tuple(shape2)}")
+    check_param_leaves(list(params), where)
+    check_finite(x1, where, "x1")
+    if x2 is not None:
+        check_finite(x2, where, "x2")
+
+
+def _prepare(params, x1, x2):
+    """params, x1, x2 as jax arrays of one floating dtype: the promotion of theirs (jax's
+    rules), or jax's default float for integer inputs. Call inside ``scoped_dtype``."""
+    import jax.numpy as jnp
+
+    dtype = jnp.result_type(*(dtype_of(a) for a in (x1, x2, *params) if a is not None))
     if not jnp.issubdtype(dtype, jnp.floating):
         dtype = jnp.zeros((), float).dtype
-    params = [jnp.asarray(w, dtype) for w in params]
-    x1 = x1.astype(dtype)
-    x2 = None if x2 is None else x2.astype(dtype)
-    return params, x1, x2
+    params = [as_jax(w, dtype) for w in params]
+    return params, as_jax(x1, dtype), None if x2 is None else as_jax(x2, dtype)
+
+
+def _block_size(block_size, where):
+    return None if block_size is None else as_count(block_size, "block_size", where)
 
 
 def _ntk(net, params, x1, x2, layers, per_layer, block_size, where):
+    _validate(net, params, x1, x2, where)
+    block_size = _block_size(block_size, where)
+    with scoped_dtype(x1, x2, *params), np.errstate(over="ignore", invalid="ignore"):
+        params, x1, x2 = _prepare(params, x1, x2)
+        K = _ntk_arrays(net, params, x1, x2, layers, per_layer, block_size)  # overflow: below
+        check_kernel(K, where, x1.dtype, (x1, x2))
+        return K
+
+
+def _ntk_arrays(net, params, x1, x2, layers, per_layer, block_size):
     import jax.numpy as jnp
 
-    params, x1, x2 = _prepare(net, params, x1, x2, where)
     slope = net.activation.slope
     n1, n2 = x1.shape[0], (x1 if x2 is None else x2).shape[0]
     if block_size is None:
         row_bytes = x1.dtype.itemsize * 4 * (n2 + x1.shape[1] + 2 * sum(net.widths))
         block_size = max(128, _BLOCK_BYTES // row_bytes // 128 * 128)
-    elif isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"{where}: expected block_size as an int >= 1 or None, got {block_size!r}")
     cpu = _numpy_route_applies(x1, x2, *params)
     if cpu:
         params, x1 = [np.asarray(w) for w in params], np.asarray(x1)
@@ -213,8 +240,16 @@ def empirical_ntk(net, params, x1, x2=None, *, trainable="all", block_size=None)
       block_size: rows of x1 per block (default: blocks of about 1 GiB of temporaries).
 
     Returns:
-      (n1, n2) jax array in the dtype of params and x1 (float64 only when they are float64,
-      i.e. created under x64).
+      (n1, n2) jax array in the dtype of params, x1 and x2 (jax's promotion of theirs):
+      float64 whenever any of them is float64, with or without jax's x64 mode (the
+      computation is scoped to float64; the global setting is left alone).
+
+    Raises:
+      TypeError: net is not an ``MLP``; x1, x2 or a weight is complex or not numeric;
+        block_size is not an integer.
+      ValueError: shapes that do not fit; NaN/Inf in x1, x2 (the row is named) or in a
+        weight (``params[i]`` and the entry); a kernel that overflows its dtype (e.g. float32
+        inputs of size 1e30: pass float64 or rescale).
     """
     layers = resolve_trainable(trainable, getattr(net, "depth", 0), "empirical_ntk")
     return _ntk(net, params, x1, x2, layers, False, block_size, "empirical_ntk")
@@ -227,7 +262,8 @@ def empirical_ntk_layers(net, params, x1, x2=None, *, block_size=None):
     ``ntkcond.infinite_ntk_layers``.
 
     Returns:
-      (L + 1, n1, n2) jax array; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
+      (L + 1, n1, n2) jax array; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out). Dtype
+      and errors as ``empirical_ntk``.
     """
     depth = getattr(net, "depth", 0)
     layers = tuple(range(depth + 1))
@@ -247,16 +283,44 @@ def empirical_ntk_features(net, params, x, *, trainable="all") -> list:
       trainable: "all", "first", "last" or 0-based layer indices (as ``empirical_ntk``).
 
     Returns:
-      list of (H, D) numpy arrays, one per trainable layer, in the dtype of params and x.
+      list of (H, D) numpy arrays, one per trainable layer, in the dtype of params and x
+      (float64 whenever either is float64, as ``empirical_ntk``).
+
+    Raises:
+      as ``empirical_ntk``; the overflow check is on the kernel's diagonal
+      Θ(x, x) = Σᵢ ‖Hᵢ‖² ‖Dᵢ‖² and on the Grams ‖Hᵢ‖², ‖Dᵢ‖² (row by row).
     """
     where = "empirical_ntk_features"
-    params, x, _ = _prepare(net, params, x, None, where)
+    _validate(net, params, x, None, where)
     layers = resolve_trainable(trainable, net.depth, where)
-    xp = np if _numpy_route_applies(x, *params) else None
-    if xp is np:
-        params, x = [np.asarray(w) for w in params], np.asarray(x)
-    inputs, grads = _features(params, x, net.activation.slope, min(layers), xp)
-    return [(np.asarray(inputs[i]), None if grads[i] is None else np.asarray(grads[i])) for i in layers]
+    with scoped_dtype(x, *params), np.errstate(over="ignore", invalid="ignore"):
+        params, x, _ = _prepare(params, x, None)
+        xp = np if _numpy_route_applies(x, *params) else None
+        if xp is np:
+            params, x = [np.asarray(w) for w in params], np.asarray(x)
+        inputs, grads = _features(params, x, net.activation.slope, min(layers), xp)
+        out = [(np.asarray(inputs[i]), None if grads[i] is None else np.asarray(grads[i]))
+               for i in layers]
+    _check_feature_grams(out, x, where)
+    return out
+
+
+def _check_feature_grams(features, x, where):
+    """ValueError if a Gram of the features, or the kernel Σᵢ (HᵢHᵢᵀ) ⊙ (DᵢDᵢᵀ) they stand
+    for, overflows their dtype: its diagonal (‖hᵢ‖², ‖dᵢ‖², Σ ‖hᵢ‖²‖dᵢ‖², computed in float64)
+    bounds every entry by Cauchy-Schwarz, so this is exact."""
+    dtype = features[0][0].dtype
+    top = float(np.finfo(dtype).max)
+    diag = np.zeros(features[0][0].shape[0])
+    grams = []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for h, d in features:
+            hh = np.sum(np.square(h, dtype=np.float64), axis=1)
+            dd = np.ones_like(hh) if d is None else np.sum(np.square(d, dtype=np.float64), axis=1)
+            grams += [hh, dd]
+            diag += hh * dd
+    if max(float(np.max(g)) for g in grams + [diag]) > top:
+        raise overflow_error(where, dtype, (x,))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,13 +366,21 @@ def monte_carlo_ntk(net, x, *, seeds=5, trainable="all", dtype=None) -> MonteCar
     Args:
       net: an ``MLP`` from ``ntkcond.mlp``.
       x: (n, d) inputs, n ≥ 2.
-      seeds: number of seeds S (seeds 0 … S−1) or an iterable of int seeds.
+      seeds: number of seeds S ≥ 1 (seeds 0 … S−1) or an iterable of distinct int seeds in
+        [0, 2³²) (``jax.random.PRNGKey`` without x64 keeps 32 bits: larger seeds would repeat).
       trainable: as ``empirical_ntk``.
-      dtype: dtype of weights and kernel; default the dtype of x (float64 needs x64, e.g.
-        ``with jax.enable_x64(True):``; κ beyond ~1e4 needs float64).
+      dtype: floating dtype of weights and kernel; default the dtype of x (jax's default
+        float for integer x). float64 is computed in float64 with or without jax's x64 mode
+        (scoped, as ``empirical_ntk``); κ beyond ~1e4 needs float64.
 
     Returns:
       ``MonteCarloNTK``.
+
+    Raises:
+      TypeError: net is not an ``MLP``; seeds is not a count or an iterable of ints (a bool,
+        a float, a string); dtype is not a real floating dtype; x is complex or not numeric.
+      ValueError: seeds < 1, repeated or out of range; x not (n, d) with n ≥ 2, or with
+        NaN/Inf (the row is named); a kernel that overflows its dtype.
     """
     import jax
     import jax.numpy as jnp
@@ -316,26 +388,69 @@ def monte_carlo_ntk(net, x, *, seeds=5, trainable="all", dtype=None) -> MonteCar
     where = "monte_carlo_ntk"
     if not isinstance(net, MLP):
         raise TypeError(f"{where}: expected net from ntkcond.mlp(...), got {type(net).__name__}")
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise ValueError(f"{where}: expected seeds >= 1, got {seeds}")
-        seeds = range(seeds)
-    seeds = tuple(int(s) for s in seeds)
-    if not seeds:
-        raise ValueError(f"{where}: expected at least one seed, got none")
-    x = jnp.asarray(x) if dtype is None else jnp.asarray(x, dtype)
-    if x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError(f"{where}: expected x of shape (n, d) with n >= 2, got {tuple(x.shape)}")
+    seeds = _as_seeds(seeds, where)
+    dtype = _float_dtype(dtype, x, where)
+    shape = np.shape(x)
+    if len(shape) != 2 or shape[0] < 2:
+        raise ValueError(f"{where}: expected x of shape (n, d) with n >= 2, got {tuple(shape)}")
+    check_finite(x, where, "x")
+    layers = resolve_trainable(trainable, net.depth, where)
     kernels, kappas, angles = [], [], []
-    for seed in seeds:
-        params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=x.dtype)
-        K = np.asarray(empirical_ntk(net, params, x, trainable=trainable), dtype=np.float64)
-        kernels.append(K)
-        kappas.append(effective_condition_number(K, rtol=K.shape[0] * np.finfo(x.dtype).eps))
-        angles.append(smallest_pairwise_angle(K)[0])
+    with x64() if dtype == np.float64 else contextlib.nullcontext():
+        x = as_jax(x, dtype)
+        for seed in seeds:
+            params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=x.dtype)
+            K = np.asarray(_ntk(net, params, x, None, layers, False, None, where), dtype=np.float64)
+            kernels.append(K)
+            kappas.append(effective_condition_number(K, rtol=K.shape[0] * np.finfo(x.dtype).eps))
+            angles.append(smallest_pairwise_angle(K)[0])
+        dtype_name = str(jnp.dtype(x.dtype))
     mean, stderr = _mean_stderr(np.stack(kernels))
     (k_mean, k_err), (a_mean, a_err) = (_mean_stderr(np.array(v)) for v in (kappas, angles))
     return MonteCarloNTK(seeds=seeds, mean=mean, stderr=stderr, kappa_eff=np.array(kappas),
                          kappa_eff_mean=float(k_mean), kappa_eff_stderr=float(k_err),
                          min_angle=np.array(angles), min_angle_mean=float(a_mean),
-                         min_angle_stderr=float(a_err), dtype=str(x.dtype))
+                         min_angle_stderr=float(a_err), dtype=dtype_name)
+
+
+def _as_seeds(seeds, where) -> tuple:
+    """A count S (→ 0 … S−1) or an iterable of distinct ints in [0, 2³²), as a tuple."""
+    expected = "seeds as a count >= 1 or an iterable of int seeds"
+    if isinstance(seeds, (str, bytes)) or isinstance(seeds, bool):
+        raise TypeError(f"{where}: expected {expected}, got {type(seeds).__name__} {seeds!r}")
+    if isinstance(seeds, numbers.Integral):
+        return tuple(range(as_count(seeds, "seeds", where)))
+    try:
+        values = list(seeds)
+    except TypeError:
+        raise TypeError(f"{where}: expected {expected}, got {type(seeds).__name__} {seeds!r}") from None
+    for s in values:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"{where}: expected int seeds, got {type(s).__name__} {s!r} in {seeds!r}")
+        if not 0 <= s < 2**32:
+            raise ValueError(f"{where}: expected seeds in [0, 2**32), got {s!r}")
+    if not values:
+        raise ValueError(f"{where}: expected at least one seed, got none")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{where}: expected distinct seeds (a repeated seed repeats its net and "
+                         f"understates the standard errors), got {values}")
+    return tuple(int(s) for s in values)
+
+
+def _float_dtype(dtype, x, where):
+    """The compute dtype of ``monte_carlo_ntk``: ``dtype`` (a real floating dtype), else the
+    dtype of x, else (integer x) jax's default float."""
+    import jax.numpy as jnp
+
+    check_real(x, where, "x")
+    if dtype is None:
+        dtype = dtype_of(x)
+        return dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.zeros((), float).dtype
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"{where}: expected dtype as a real floating dtype (e.g. numpy.float64), "
+                        f"got {dtype!r}")
+    return dt

@@ -23,14 +23,17 @@ way: for ``ntkcond.mlp`` nets the structured ``ntkcond.empirical_ntk`` is far fa
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
 import math
+import numbers
 
 import numpy as np
 
-from .._core.x64 import on_cpu
+from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real
+from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 
 __all__ = ["empirical_ntk_fn", "StaxNet", "from_stax"]
 
@@ -213,18 +216,29 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
         "ntk_vp" holds as many rows' full gradients as fit in half of it.
 
     Returns:
-      ``ntk(params, x1, x2=None)`` → jax array in the dtype of params and x1.
+      ``ntk(params, x1, x2=None)`` → jax array in the dtype of params, x1 and x2 (jax's
+      promotion; float64 whenever one of them is float64, with or without jax's x64 mode:
+      the computation is scoped to float64 and the global setting is left alone).
 
-    Raises (from ``ntk``):
-      ValueError: x1, x2 of different example shapes, or the budget cannot hold one
-        example's gradient ("ntk_vp") or one parameter's column ("jacobian").
+    Raises:
+      TypeError: apply_fn not callable; memory_budget not a real number; full_outputs not a
+        bool. From ``ntk``: x1, x2 or a parameter leaf complex or not numeric.
+      ValueError: unknown method, memory_budget <= 0. From ``ntk``: x1, x2 of different
+        example shapes; NaN/Inf in x1, x2 (the row is named) or in a parameter leaf (its
+        path, e.g. ``params[2][0]``, and the entry); a kernel with NaN/Inf from finite inputs
+        (an overflow, e.g. float32 inputs of size 1e30, or apply_fn itself); the budget cannot
+        hold one example's gradient ("ntk_vp") or one parameter's column ("jacobian").
     """
+    where = "empirical_ntk_fn"
     if method not in _METHODS:
-        raise ValueError(f"empirical_ntk_fn: expected method in {_METHODS}, got {method!r}")
+        raise ValueError(f"{where}: expected method in {_METHODS}, got {method!r}")
     if not callable(apply_fn):
-        raise TypeError(f"empirical_ntk_fn: expected a callable apply_fn, got {type(apply_fn).__name__}")
-    if not (isinstance(memory_budget, (int, float)) and memory_budget > 0):
-        raise ValueError(f"empirical_ntk_fn: expected memory_budget > 0 bytes, got {memory_budget!r}")
+        raise TypeError(f"{where}: expected a callable apply_fn, got {type(apply_fn).__name__}")
+    memory_budget = _as_budget(memory_budget, where)
+    if not isinstance(full_outputs, (bool, np.bool_)):
+        raise TypeError(f"{where}: expected full_outputs as a bool, got {type(full_outputs).__name__} "
+                        f"{full_outputs!r}")
+    full_outputs = bool(full_outputs)
     import jax
 
     jac_jit = jax.jit(lambda p, xs, corners, signature: _group_jacobian(apply_fn, p, xs, corners, signature),
@@ -233,36 +247,86 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
                      static_argnames="full")
 
     def ntk(params, x1, x2=None):
-        import jax.numpy as jnp
-
-        where = "empirical_ntk_fn"
         same = x2 is None
-        x1 = jnp.asarray(x1)
-        x2 = x1 if same else jnp.asarray(x2)
-        if x1.ndim < 1 or x2.ndim < 1 or x1.shape[1:] != x2.shape[1:]:
-            raise ValueError(f"{where}: expected x1 and x2 of shapes (n1, ...), (n2, ...) with the "
-                             f"same example shape, got {tuple(x1.shape)} and {tuple(x2.shape)}")
+        _check_generic_inputs(params, x1, x2, where)
         leaves = jax.tree_util.tree_leaves(params)
-        dtype = jnp.result_type(x1, *leaves)
-        x1, x2 = x1.astype(dtype), x2.astype(dtype)
-        params = jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), params)
-        out = jax.eval_shape(_per_example(apply_fn), params, x1[0])
-        n_out = int(np.prod(out.shape))
-        if method == "jacobian":
-            return _jacobian_ntk(jac_jit, params, x1, x2, same, full_outputs, n_out,
-                                 int(memory_budget), where)
-        n_par = sum(int(np.prod(leaf.shape)) for leaf in leaves)
-        row_bytes = n_out * n_par * jnp.dtype(dtype).itemsize
-        rows = int(memory_budget // (2 * row_bytes))
-        if rows < 1:
-            raise ValueError(
-                f"{where}: one example's Jacobian ({n_out} outputs x {n_par} parameters x "
-                f"{jnp.dtype(dtype).itemsize} bytes = {row_bytes} bytes) does not fit "
-                f"memory_budget = {memory_budget} bytes (twice that is needed); raise memory_budget")
-        blocks = [vp_jit(params, x1, x2[s:s + rows], full_outputs) for s in range(0, x2.shape[0], rows)]
-        return jnp.concatenate(blocks, axis=1)
+        with scoped_dtype(x1, x2, *leaves), np.errstate(over="ignore", invalid="ignore"):
+            x1, x2, params = _cast(params, x1, x2)
+            x2 = x1 if same else x2
+            if method == "jacobian":
+                out = _jacobian_ntk(jac_jit, params, x1, x2, same, full_outputs,
+                                    _n_out(apply_fn, params, x1), memory_budget, where)
+            else:
+                out = _ntk_vp(vp_jit, apply_fn, params, x1, x2, full_outputs, memory_budget, where)
+            # an overflow (NumPy's warning silenced above) is one clear error instead
+            check_kernel(out, where, x1.dtype, (x1, None if same else x2),
+                         " (or apply_fn itself returns NaN/Inf)")
+            return out
 
     return ntk
+
+
+def _as_budget(memory_budget, where) -> int:
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, numbers.Real):
+        raise TypeError(f"{where}: expected memory_budget as a number of bytes > 0, got "
+                        f"{type(memory_budget).__name__} {memory_budget!r}")
+    if not (math.isfinite(memory_budget) and memory_budget >= 1):
+        raise ValueError(f"{where}: expected memory_budget >= 1 byte (finite), got {memory_budget!r}")
+    return int(memory_budget)
+
+
+def _check_generic_inputs(params, x1, x2, where):
+    """TypeError/ValueError for complex or non-numeric arrays, different example shapes, and
+    NaN/Inf in x1, x2 (the row) or in a parameter leaf (its path and entry)."""
+    check_real(x1, where, "x1")
+    if x2 is not None:
+        check_real(x2, where, "x2")
+    shape1, shape2 = np.shape(x1), np.shape(x1 if x2 is None else x2)
+    if len(shape1) < 1 or len(shape2) < 1 or shape1[1:] != shape2[1:]:
+        raise ValueError(f"{where}: expected x1 and x2 of shapes (n1, ...), (n2, ...) with the "
+                         f"same example shape, got {tuple(shape1)} and {tuple(shape2)}")
+    check_param_leaves(params, where)
+    check_finite(x1, where, "x1")
+    if x2 is not None:
+        check_finite(x2, where, "x2")
+
+
+def _cast(params, x1, x2):
+    """x1, x2 and every parameter leaf as jax arrays of one dtype: jax's promotion of theirs
+    (jax's default float if that is not floating). Call inside ``scoped_dtype``."""
+    import jax
+    import jax.numpy as jnp
+
+    leaves = jax.tree_util.tree_leaves(params)
+    dtype = jnp.result_type(*(dtype_of(a) for a in (x1, x2, *leaves) if a is not None))
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.zeros((), float).dtype
+    params = jax.tree_util.tree_map(lambda leaf: as_jax(leaf, dtype), params)
+    return as_jax(x1, dtype), None if x2 is None else as_jax(x2, dtype), params
+
+
+def _n_out(apply_fn, params, x1) -> int:
+    import jax
+
+    return int(np.prod(jax.eval_shape(_per_example(apply_fn), params, x1[0]).shape))
+
+
+def _ntk_vp(vp_jit, apply_fn, params, x1, x2, full_outputs, memory_budget, where):
+    import jax
+    import jax.numpy as jnp
+
+    n_out = _n_out(apply_fn, params, x1)
+    n_par = sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(params))
+    itemsize = x1.dtype.itemsize
+    row_bytes = n_out * n_par * itemsize
+    rows = int(memory_budget // (2 * row_bytes))
+    if rows < 1:
+        raise ValueError(
+            f"{where}: one example's Jacobian ({n_out} outputs x {n_par} parameters x "
+            f"{itemsize} bytes = {row_bytes} bytes) does not fit "
+            f"memory_budget = {memory_budget} bytes (twice that is needed); raise memory_budget")
+    blocks = [vp_jit(params, x1, x2[s:s + rows], full_outputs) for s in range(0, x2.shape[0], rows)]
+    return jnp.concatenate(blocks, axis=1)
 
 
 @functools.lru_cache(maxsize=16)
@@ -289,22 +353,54 @@ class StaxNet:
     method: str = "jacobian"
     memory_budget: int = 1 << 30
 
-    def init(self, key, input_shape):
-        """Parameters from ``init_fn(key, input_shape)``, e.g. input_shape (-1, 28, 28, 1)."""
-        return self.init_fn(key, tuple(input_shape))[1]
+    def init(self, key, input_shape, dtype=None):
+        """Parameters from ``init_fn(key, input_shape)``, e.g. input_shape (-1, 28, 28, 1).
+
+        ``dtype``: None (stax's default, float64 only under x64) or a real floating dtype;
+        ``numpy.float64`` gives float64 parameters with or without jax's x64 mode.
+        """
+        import jax
+        import jax.numpy as jnp
+
+        if dtype is None:
+            return self.init_fn(key, tuple(input_shape))[1]
+        requested = dtype
+        try:
+            dtype = jnp.dtype(dtype)
+        except TypeError:
+            dtype = None
+        if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(f"StaxNet.init: expected dtype as a real floating dtype (e.g. "
+                            f"numpy.float64) or None, got {requested!r}")
+        with x64() if dtype == np.float64 else contextlib.nullcontext():
+            params = self.init_fn(key, tuple(input_shape))[1]
+            return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), params)
 
     def empirical_ntk(self, params, x1, x2=None, *, full_outputs=False):
-        """Empirical NTK via ``empirical_ntk_fn``: (n1, n2), the mean over outputs."""
+        """Empirical NTK via ``empirical_ntk_fn``: (n1, n2), the mean over outputs (dtype and
+        errors as there)."""
         fn = _cached_ntk_fn(self.apply_fn, self.method, bool(full_outputs), self.memory_budget)
         return fn(params, x1, x2)
 
     def infinite_ntk(self, x1, x2=None):
-        """``kernel_fn(x1, x2, 'ntk')`` as an (n1, n2) numpy array (float64 under x64)."""
-        return np.asarray(self.kernel_fn(x1, x2, "ntk"))
+        """``kernel_fn(x1, x2, 'ntk')`` as an (n1, n2) numpy array, in float64 whenever x1 or
+        x2 is float64 (with or without jax's x64 mode)."""
+        return self._infinite(x1, x2, "ntk")
 
     def infinite_nngp(self, x1, x2=None):
-        """``kernel_fn(x1, x2, 'nngp')`` as an (n1, n2) numpy array."""
-        return np.asarray(self.kernel_fn(x1, x2, "nngp"))
+        """``kernel_fn(x1, x2, 'nngp')`` as an (n1, n2) numpy array (dtype as ``infinite_ntk``)."""
+        return self._infinite(x1, x2, "nngp")
+
+    def _infinite(self, x1, x2, get):
+        where = f"StaxNet.infinite_{get}"
+        for name, x in (("x1", x1), ("x2", x2)):
+            if x is not None:
+                check_real(x, where, name)
+                check_finite(x, where, name)
+        with scoped_dtype(x1, x2):
+            K = np.asarray(self.kernel_fn(x1, x2, get))
+        check_kernel(K, where, K.dtype, (x1, x2), " (or kernel_fn itself returns NaN/Inf)")
+        return K
 
 
 def from_stax(init_fn, apply_fn, kernel_fn, *, method="jacobian", memory_budget=1 << 30) -> StaxNet:
@@ -325,4 +421,4 @@ def from_stax(init_fn, apply_fn, kernel_fn, *, method="jacobian", memory_budget=
             raise TypeError(f"from_stax: expected a callable {name}, got {type(fn).__name__}")
     if method not in _METHODS:
         raise ValueError(f"from_stax: expected method in {_METHODS}, got {method!r}")
-    return StaxNet(init_fn, apply_fn, kernel_fn, method, memory_budget)
+    return StaxNet(init_fn, apply_fn, kernel_fn, method, _as_budget(memory_budget, "from_stax"))

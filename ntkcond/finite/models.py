@@ -19,11 +19,15 @@ index i of the list is layer index i of ``resolve_trainable`` (0 = first, L = re
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import numbers
 
+import numpy as np
+
 from .._core.checks import as_depth
+from .._core.x64 import scoped_dtype, x64
 from ..activations import Activation, parse_activation
 
 __all__ = ["MLP", "mlp"]
@@ -70,7 +74,9 @@ class MLP:
         Args:
           key: a ``jax.random`` key.
           d: input dimension (≥ 1).
-          dtype: floating dtype; default jax's default float (float64 only under x64).
+          dtype: real floating dtype; default jax's default float (float64 only under x64).
+            ``numpy.float64`` gives float64 weights with or without jax's x64 mode (drawn in a
+            scoped x64 block; the global setting is left alone).
 
         Returns:
           list of L + 1 arrays of shapes ``self.shapes(d)``.
@@ -78,10 +84,21 @@ class MLP:
         import jax
         import jax.numpy as jnp
 
-        d = _as_width(d, "MLP.init", "d")
-        dtype = jnp.zeros((), dtype if dtype is not None else float).dtype
-        keys = jax.random.split(key, self.depth + 1)
-        return [jax.random.normal(k, shape, dtype) for k, shape in zip(keys, self.shapes(d))]
+        where = "MLP.init"
+        d = _as_width(d, where, "d")
+        if dtype is not None:
+            requested = dtype
+            try:
+                dtype = jnp.dtype(dtype)
+            except TypeError:
+                dtype = None
+            if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+                raise TypeError(f"{where}: expected dtype as a real floating dtype (e.g. "
+                                f"numpy.float64) or None, got {requested!r}")
+        with x64() if dtype == np.float64 else contextlib.nullcontext():
+            dtype = jnp.zeros((), dtype if dtype is not None else float).dtype
+            keys = jax.random.split(key, self.depth + 1)
+            return [jax.random.normal(k, shape, dtype) for k, shape in zip(keys, self.shapes(d))]
 
     def apply(self, params, x):
         """f(x), eq. (1).
@@ -90,17 +107,19 @@ class MLP:
           params: list of L + 1 weight arrays (``shapes``); x: (n, d) inputs.
 
         Returns:
-          (n,) outputs, in the dtype of params and x.
+          (n,) outputs, in the dtype of params and x (float64 whenever one of them is, with or
+          without jax's x64 mode).
         """
         import jax.numpy as jnp
 
         check_params(self, params, jnp.shape(x), "MLP.apply")
-        h = x
-        slope, hi = self.activation.slope, _highest()
-        for i, (w, s) in enumerate(zip(params, self.scales(jnp.shape(x)[1]))):
-            z = s * jnp.matmul(h, w, precision=hi)
-            h = z if i == self.depth else jnp.where(z > 0, z, slope * z)
-        return h[:, 0]
+        with scoped_dtype(x, *params):
+            h = x
+            slope, hi = self.activation.slope, _highest()
+            for i, (w, s) in enumerate(zip(params, self.scales(jnp.shape(x)[1]))):
+                z = s * jnp.matmul(h, w, precision=hi)
+                h = z if i == self.depth else jnp.where(z > 0, z, slope * z)
+            return h[:, 0]
 
 
 def _as_width(m, where: str, name: str) -> int:

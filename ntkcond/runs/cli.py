@@ -79,12 +79,21 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> None:
-    """--dataset, --split, --data-dir, --mean, --std, --preset, --n, --dim (see datasets.load)."""
+    """--dataset, --split, --data-dir, --mean, --std, --preset, --n, --dim (see datasets.load).
+
+    ``split`` is the default split of the tensorflow-datasets names; digits, gaussian and an
+    .npz path record their own single split unless --split is given.
+    """
     p.add_argument("--dataset", default="digits",
                    help="digits (default), mnist, fashion_mnist, cifar10, svhn_cropped, gaussian, "
-                        "or a .npz path with arrays x and y")
-    p.add_argument("--split", default=split)
-    p.add_argument("--data-dir", default=None, help="prepared TFDS data dir")
+                        "or a .npz path with arrays x and y (needs --preset or --mean/--std)")
+    p.add_argument("--split", default=None,
+                   help=f"split of a named set (default {split}); for an .npz path it is recorded "
+                        "(default: the file's name)")
+    p.set_defaults(default_split=split)
+    p.add_argument("--data-dir", default=None,
+                   help="prepared TFDS data dir, or a folder with exported <name>_<split>.npz files "
+                        "(e.g. cifar10_test.npz)")
     p.add_argument("--mean", type=float, nargs="+", default=None,
                    help=".npz: per-channel mean after scaling pixels to [0, 1] (one or per channel)")
     p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
@@ -96,7 +105,10 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
 
 def load_data(args, *, seed: int = 0, normalize: str = "default") -> datasets.Dataset:
     """``datasets.load`` with the flags of ``add_data_arguments``."""
-    return datasets.load(args.dataset, args.split, data_dir=args.data_dir, n=args.n, dim=args.dim,
+    split = args.split
+    if split is None and args.dataset in datasets.TFDS_NAMES:
+        split = getattr(args, "default_split", "train")
+    return datasets.load(args.dataset, split, data_dir=args.data_dir, n=args.n, dim=args.dim,
                          seed=seed, mean=args.mean, std=args.std, preset=args.preset,
                          normalize=normalize)
 
