@@ -66,14 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
-    p.add_argument("--normalize", default="default", choices=["default", "unit", "none"],
-                   help="input preprocessing (see ntkcond.datasets.load)")
     add_run_arguments(p, PROG)
     return p
 
 
 def run(args):
-    ds = load_data(args, seed=args.seed, normalize=args.normalize)
+    ds = load_data(args, seed=args.seed)
     sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=parse_depths(args.depths),
                           activations=args.activations, widths=args.width, seeds=args.seeds,
                           trainable=args.trainable, seed=args.seed, in_order=args.in_order,

@@ -79,7 +79,8 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> None:
-    """--dataset, --split, --data-dir, --mean, --std, --preset, --n, --dim (see datasets.load).
+    """--dataset, --split, --data-dir, --mean, --std, --preset, --normalize, --n, --dim (see
+    datasets.load).
 
     ``split`` is the default split of the tensorflow-datasets names; digits, gaussian and an
     .npz path record their own single split unless --split is given.
@@ -99,18 +100,20 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
     p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
     p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
                    help=".npz: the papers' mean/std of this data set (e.g. mnist, cifar10)")
+    p.add_argument("--normalize", default="default", choices=["default", "unit", "none"],
+                   help="preprocessing: the set's (default), unit-norm rows, or none (raw values)")
     p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
     p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
 
 
-def load_data(args, *, seed: int = 0, normalize: str = "default") -> datasets.Dataset:
+def load_data(args, *, seed: int = 0) -> datasets.Dataset:
     """``datasets.load`` with the flags of ``add_data_arguments``."""
     split = args.split
     if split is None and args.dataset in datasets.TFDS_NAMES:
         split = getattr(args, "default_split", "train")
     return datasets.load(args.dataset, split, data_dir=args.data_dir, n=args.n, dim=args.dim,
                          seed=seed, mean=args.mean, std=args.std, preset=args.preset,
-                         normalize=normalize)
+                         normalize=args.normalize)
 
 
 def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
