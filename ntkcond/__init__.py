@@ -57,6 +57,7 @@ from .spectrum import (
     Conditioning as Conditioning,
     conditioning as conditioning,
     effective_condition_number as effective_condition_number,
+    lambda_min_upper_bound as lambda_min_upper_bound,
     pairwise_angles as pairwise_angles,
     smallest_pairwise_angle as smallest_pairwise_angle,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "Conditioning",
     "conditioning",
     "effective_condition_number",
+    "lambda_min_upper_bound",
     "pairwise_angles",
     "smallest_pairwise_angle",
     # activations
