@@ -194,3 +194,20 @@ def test_bad_input(K, exc, match):
         lambda_min_upper_bound(K)
     assert str(info.value).startswith("lambda_min_upper_bound:")
 
+
+def test_spectrum_record_carries_the_bound_and_the_ratio():
+    from ntkcond.runs.depth import RECORD_KEYS, spectrum_record
+
+    assert {"lambda_min_upper_bound", "lambda_min_bound_ratio"} <= set(RECORD_KEYS)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((10, 12))
+    x[4] = x[9] + 1e-2 * rng.standard_normal(12)
+    K = x @ x.T
+    from ntkcond import pairwise_angles
+
+    rec = spectrum_record(K, pairwise_angles(K), np.arange(10))
+    lam = np.linalg.eigvalsh(K)
+    assert rec["lambda_min_upper_bound"] == lambda_min_upper_bound(K)[0]
+    assert rec["lambda_min_bound_ratio"] == rec["lambda_min_nonzero"] / rec["lambda_min_upper_bound"]
+    # full rank: the ratio is λ_min/bound ≤ 1, up to eigvalsh's n·eps·λ_max/bound
+    assert 0 < rec["lambda_min_bound_ratio"] <= 1 + 100 * 10 * EPS * lam[-1] / rec["lambda_min_upper_bound"]
