@@ -10,7 +10,7 @@ from ntkcond.papers.liu_hui import report as C
 from ntkcond.papers.liu_hui._kit import real_image_sets
 from ntkcond.papers.liu_hui import analytic as CA
 from ntkcond.papers.liu_hui import finite as CF
-from ntkcond import infinite_ntk
+from ntkcond import infinite_ntk, lambda_min_upper_bound
 
 EXPECTED_FAIL = {"9b"}  # the unconditional reading of v2 Theorem F.1 is false (near-orthogonal pairs)
 
@@ -20,7 +20,8 @@ def test_fast_mode_verdicts_and_report(tmp_path):
     claims = C.run_claims(fast=True, outdir=str(tmp_path))
     elapsed = time.perf_counter() - start
     verdicts = {c.id: c.passed for c in claims}
-    assert set(verdicts) >= {"1", "2", "3a", "4", "5", "6", "7a", "7b", "8", "9a", "9b", "10", "11"}
+    assert set(verdicts) >= {"1", "2", "3a", "4", "5", "6", "7a", "7b", "8", "9a", "9b", "10", "11",
+                             "12"}
     if real_image_sets()[0][0] == "digits":
         # No ../shared/data (a user's clone): claim 11 trains on 32 digits images, where the
         # early-phase gap to the NTK prediction stops shrinking with width (≈4% at m = 256,
@@ -48,6 +49,11 @@ def _perturbed(**changes):
     return dataclasses.replace(C.Formulas(), **changes)
 
 
+def _scaled_bound(K, factor):
+    bound, i, j = lambda_min_upper_bound(K)
+    return factor * bound, i, j
+
+
 PLANTED = {
     "1": (CF.check_one_layer_angle,
           dict(angle_map=lambda t, a="relu": A.angle_map(t, a) * 1.02)),
@@ -71,6 +77,11 @@ PLANTED = {
     "10": (CA.check_headline_fails,  # ReLU kernels replaced by linear ones
            dict(infinite_ntk=lambda x, depth, activation="relu", trainable="all":
                 infinite_ntk(x, depth=depth, activation="linear"))),
+    # Prop 4.1's pair bound off by a factor of 2 either way: too small breaks λmin ≤ bound on the
+    # real and near-duplicate batches, too large breaks tightness (and both the match with
+    # 1 − max|cos φ| from the angles)
+    "12-half": (CF.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 0.5))),
+    "12-double": (CF.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 2.0))),
 }
 
 
@@ -80,7 +91,7 @@ PLANTED = {
 def test_planted_errors_turn_pass_into_fail(planted):
     # The honest formulas PASS in test_fast_mode_verdicts_and_report; each planted error must FAIL.
     check, change = PLANTED[planted]
-    pick = {"7-angle": "7a", "7-kappa": "7b"}.get(planted, planted)
+    pick = {"7-angle": "7a", "7-kappa": "7b", "12-half": "12", "12-double": "12"}.get(planted, planted)
     broken = check(formulas=_perturbed(**change), fast=True)
     broken = [c for c in (broken if isinstance(broken, list) else [broken]) if c.id == pick]
     assert len(broken) == 1 and not broken[0].passed

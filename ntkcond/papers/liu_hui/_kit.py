@@ -14,11 +14,13 @@ import numpy as np
 from ... import datasets
 from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
+from ...spectrum import lambda_min_upper_bound
 
 
 @dataclasses.dataclass(frozen=True)
 class Formulas:
-    """The closed forms under test (``ntkcond.angles`` by default)."""
+    """The closed forms under test (``ntkcond.angles`` by default; ``infinite_ntk`` and the
+    closest-pair bound ``lambda_min_upper_bound`` of Prop 4.1 from ``ntkcond``)."""
 
     angle_map: Callable = _angles.angle_map
     derivative_factor: Callable = _angles.derivative_factor
@@ -28,6 +30,7 @@ class Formulas:
     relu_infinite_depth_angle: Callable = _angles.relu_infinite_depth_angle
     infinite_depth_kappa: Callable = _angles.infinite_depth_kappa
     infinite_ntk: Callable = infinite_ntk
+    lambda_min_upper_bound: Callable = lambda_min_upper_bound
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,7 +52,7 @@ def checks() -> list:
     return [F.check_one_layer_angle, F.check_derivative_kernel, F.check_gradient_angle,
             A.check_small_angle_law, A.check_embedding_collapse, F.check_linear_nets,
             A.check_infinite_depth, A.check_first_layer_only, A.check_two_points,
-            A.check_headline_fails, F.check_optimization_speed]
+            A.check_headline_fails, F.check_optimization_speed, F.check_prop41]
 
 
 def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formulas = Formulas(),
@@ -85,7 +85,7 @@ def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formul
 
 _IDS = {"check_one_layer_angle": {"1"}, "check_derivative_kernel": {"2"},
         "check_gradient_angle": {"3", "3a", "3b"}, "check_linear_nets": {"6"},
-        "check_optimization_speed": {"11"},
+        "check_optimization_speed": {"11"}, "check_prop41": {"12"},
         "check_small_angle_law": {"4"}, "check_embedding_collapse": {"5"},
         "check_infinite_depth": {"7", "7a", "7b"}, "check_first_layer_only": {"8"},
         "check_two_points": {"9", "9a", "9b"}, "check_headline_fails": {"10"}}
