@@ -10,6 +10,7 @@ from ...activations import parse_activation
 from ...finite.empirical import empirical_ntk
 from ...finite.models import mlp
 from ...infinite.kernels import depth_sweep
+from ...optimization import ntk_gd_loss
 from ...spectrum import effective_condition_number, pairwise_angles
 from ._kit import (
     Claim,
@@ -284,7 +285,8 @@ def _train_and_predict(x, y, depth, width, activation, steps, seed=0):
     """Full-batch GD on ½‖f − y‖² at η = 1/λmax(Θ₀) and the linearised prediction.
 
     Returns (measured loss (steps+1,), predicted loss (steps+1,), eigenvalues of Θ₀, η).
-    Prediction: ½ Σᵢ (1 − ηλᵢ)^{2t} (uᵢᵀ r₀)², r₀ = f₀(X) − y, Θ₀ = uΛuᵀ (empirical, at init).
+    Prediction: ½ Σᵢ (1 − ηλᵢ)^{2t} (uᵢᵀ r₀)², r₀ = f₀(X) − y, Θ₀ = uΛuᵀ (empirical, at init),
+    by ``ntkcond.ntk_gd_loss``.
     """
     with x64():
         import jax
@@ -294,7 +296,7 @@ def _train_and_predict(x, y, depth, width, activation, steps, seed=0):
         params = net.init(jax.random.PRNGKey(seed), x.shape[1], jnp.float64)
         xj, yj = jnp.asarray(x), jnp.asarray(y)
         K0 = np.asarray(empirical_ntk(net, params, xj))
-        lam, U = np.linalg.eigh(0.5 * (K0 + K0.T))
+        lam = np.linalg.eigh(0.5 * (K0 + K0.T))[0]  # eigh, not eigvalsh: the same η to the bit
         eta = 1.0 / lam[-1]
         loss_fn = lambda p: 0.5 * jnp.sum((net.apply(p, xj) - yj) ** 2)
         grad = jax.jit(jax.value_and_grad(loss_fn))
@@ -305,10 +307,8 @@ def _train_and_predict(x, y, depth, width, activation, steps, seed=0):
 
         params, losses = jax.lax.scan(step, params, None, length=steps)
         measured = np.append(np.asarray(losses), float(loss_fn(params)))
-        r0 = np.asarray(net.apply(net.init(jax.random.PRNGKey(seed), x.shape[1], jnp.float64), xj)) - y
-    coef = (U.T @ r0) ** 2
-    t = np.arange(steps + 1)[:, None]
-    predicted = 0.5 * np.sum(np.clip(1 - eta * lam, 0, None) ** (2 * t) * coef, axis=1)
+        f0 = np.asarray(net.apply(net.init(jax.random.PRNGKey(seed), x.shape[1], jnp.float64), xj))
+    predicted = ntk_gd_loss(K0, y, lr=eta, steps=steps, f0=f0)
     return measured, predicted, lam, eta
 
 
