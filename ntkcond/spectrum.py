@@ -307,7 +307,9 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     for n ≥ 2 (λ₋(i, j) ≤ min(a, b)). The bound returned is min over pairs of λ₋, computed in
     the cancellation-free form det/λ₊ with an error-free determinant (relative error a few
     eps of the stored entries), so it is rigorous up to that rounding; O(n²) time, no
-    eigendecomposition, memory O(n) per row block.
+    eigendecomposition, memory O(n) per row block. (The error-free products assume
+    |K_ij| < 1e150 and products above ~1e-290; outside that range the determinant is only as
+    accurate as plain float64 arithmetic.)
 
     For a kernel of gradients K = JJᵀ normalised to unit diagonal (K_ij = cos φ_ij), (3) is
     λ₋(i, j) = 1 − |cos φ_ij|, so λ_min ≤ 1 − max_{i≠j} |cos φ_ij| ≤ 1 − cos φ_min
