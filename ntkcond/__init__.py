@@ -3,11 +3,12 @@
 Effective condition numbers and gradient angles read off a kernel (``spectrum``), analytic
 infinite-width kernels of bias-free fully-connected nets and the closed-form angle maps of
 Liu & Hui, arXiv 2305.08813 (``infinite``), exact finite-width (empirical) NTKs (``finite``),
+the loss and step count of gradient descent on the linearised model (``optimization``),
 whole-data-set angles and κ (``scale``), and the papers' data sets (``datasets``).
 
 The layers, lowest first: ``_core`` (private validators, scoped float64, atomic I/O),
-``spectrum`` and ``activations``; ``infinite``, ``finite`` and ``datasets``; ``scale``;
-``runs`` (run directories and the scripts' sweeps); ``papers`` (``papers.liu_hui``,
+``spectrum`` and ``activations``; ``infinite``, ``finite``, ``optimization`` and ``datasets``;
+``scale``; ``runs`` (run directories and the scripts' sweeps); ``papers`` (``papers.liu_hui``,
 ``papers.zhang_saxe_latham``). ``import ntkcond`` loads neither ``runs`` nor ``papers`` (import
 them when needed) and never imports tensorflow, neural_tangents or tensorflow_datasets.
 Analytic kernels are float64; empirical kernels compute in the dtype of their inputs.
@@ -41,6 +42,7 @@ from .infinite import (
     input_angles as input_angles,
     smallest_gradient_angle as smallest_gradient_angle,
 )
+from .optimization import ntk_gd_loss as ntk_gd_loss, steps_to_loss as steps_to_loss
 from .scale import (
     InsufficientMemoryError as InsufficientMemoryError,
     MatrixFreeConditioning as MatrixFreeConditioning,
@@ -57,6 +59,7 @@ from .spectrum import (
     Conditioning as Conditioning,
     conditioning as conditioning,
     effective_condition_number as effective_condition_number,
+    lambda_min_upper_bound as lambda_min_upper_bound,
     pairwise_angles as pairwise_angles,
     smallest_pairwise_angle as smallest_pairwise_angle,
 )
@@ -68,6 +71,7 @@ __all__ = [
     "Conditioning",
     "conditioning",
     "effective_condition_number",
+    "lambda_min_upper_bound",
     "pairwise_angles",
     "smallest_pairwise_angle",
     # activations
@@ -95,6 +99,9 @@ __all__ = [
     "empirical_ntk_fn",
     "StaxNet",
     "from_stax",
+    # optimisation: from κ to steps (linearised gradient descent, exact)
+    "ntk_gd_loss",
+    "steps_to_loss",
     # whole data sets
     "blockwise_ntk",
     "exact_conditioning",

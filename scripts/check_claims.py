@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Check each formula and theorem claim of Liu & Hui (arXiv 2305.08813) against an
-independent computation, and write a PASS/FAIL report.
+independent computation, and write a PASS/FAIL/SKIPPED report.
 
 examples:
   python scripts/check_claims.py            # fast mode (under a minute)
@@ -10,6 +10,8 @@ examples:
 Writes claims.md, claims.json and one PNG per figure to --out (an earlier report there is
 replaced only with --overwrite). The checks on real images read mnist_test.npz and
 cifar10_test.npz from --data-dir when present, and always use scikit-learn's digits.
+Each claim prints as PASS, FAIL or SKIPPED (not checkable here, e.g. claim 3b without
+neural-tangents; the reason is printed and written to the report).
 Exit code 0 whatever the verdicts (a FAIL is a finding, e.g. claim 9b); 2 on bad input.
 The library call: ntkcond.papers.liu_hui.run.check_claims.
 """
@@ -42,7 +44,10 @@ def run(args):
                                      data_dir=args.data_dir, overwrite=args.overwrite,
                                      progress=lambda name: (bar.set_postfix_str(name), bar.update(1)))
     for c in claims:
-        print(f"{c.id:>4}  {'PASS' if c.passed else 'FAIL'}  error {c.error:9.3g}  tol {c.tolerance:9.3g}  {c.title}")
+        line = f"{c.id:>4}  {c.status:<7}  error {c.error:9.3g}  tol {c.tolerance:9.3g}  {c.title}"
+        print(line + (f"\n        skipped: {c.why}" if c.status == "SKIPPED" else ""))
+    counts = {s: sum(c.status == s for c in claims) for s in ("PASS", "FAIL", "SKIPPED")}
+    print(", ".join(f"{k} {s}" for s, k in counts.items()))
     print(f"report: {os.path.abspath(md)}")
     return claims
 

@@ -1,5 +1,7 @@
 import dataclasses
 import json
+import math
+import sys
 import time
 
 import numpy as np
@@ -10,17 +12,30 @@ from ntkcond.papers.liu_hui import report as C
 from ntkcond.papers.liu_hui._kit import real_image_sets
 from ntkcond.papers.liu_hui import analytic as CA
 from ntkcond.papers.liu_hui import finite as CF
-from ntkcond import infinite_ntk
+from ntkcond import infinite_ntk, lambda_min_upper_bound
+from conftest import load_script
 
 EXPECTED_FAIL = {"9b"}  # the unconditional reading of v2 Theorem F.1 is false (near-orthogonal pairs)
+
+
+def _neural_tangents_importable() -> bool:
+    try:
+        import neural_tangents  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def test_fast_mode_verdicts_and_report(tmp_path):
     start = time.perf_counter()
     claims = C.run_claims(fast=True, outdir=str(tmp_path))
     elapsed = time.perf_counter() - start
-    verdicts = {c.id: c.passed for c in claims}
-    assert set(verdicts) >= {"1", "2", "3a", "4", "5", "6", "7a", "7b", "8", "9a", "9b", "10", "11"}
+    verdicts = {c.id: c.status for c in claims}
+    assert set(verdicts) >= {"1", "2", "3a", "3b", "4", "5", "6", "7a", "7b", "8", "9a", "9b", "10",
+                             "11", "12"}
+    # 3b needs neural-tangents: SKIPPED (never dropped) without it, checked with it.
+    assert verdicts["3b"] == ("PASS" if _neural_tangents_importable() else "SKIPPED")
+    assert all(c.passed == (c.status == "PASS") for c in claims)
     if real_image_sets()[0][0] == "digits":
         # No ../shared/data (a user's clone): claim 11 trains on 32 digits images, where the
         # early-phase gap to the NTK prediction stops shrinking with width (≈4% at m = 256,
@@ -29,23 +44,81 @@ def test_fast_mode_verdicts_and_report(tmp_path):
         # still be within the claim's tolerance. On MNIST (CI, the README) it must PASS.
         c11 = next(c for c in claims if c.id == "11")
         assert "digits" in c11.computed and c11.error <= c11.tolerance, (c11.error, c11.tolerance)
-        checked = {k: ok for k, ok in verdicts.items() if k != "11"}
+        checked = {k: v for k, v in verdicts.items() if k != "11"}
     else:
         checked = verdicts
-    assert {k for k, ok in checked.items() if not ok} == EXPECTED_FAIL
+    assert {k for k, v in checked.items() if v == "FAIL"} == EXPECTED_FAIL
     assert elapsed < 60, f"fast mode took {elapsed:.0f} s"
     md, js = C.write_report(claims, str(tmp_path), mode="fast")
     text = open(md).read()
     assert "**FAIL**" in text and "(n+3)/3" in text
     payload = json.load(open(js))
     assert {c["id"] for c in payload["claims"]} == set(verdicts)
+    assert {c["id"]: c["status"] for c in payload["claims"]} == verdicts
     for c in claims:
         for f in c.figures:
             assert (tmp_path / f).stat().st_size > 5000
 
 
+def test_missing_neural_tangents_reports_3b_skipped(tmp_path, monkeypatch):
+    # None in sys.modules makes `import neural_tangents` raise ImportError, as on a newest-jax
+    # install without the nt extra.
+    monkeypatch.setitem(sys.modules, "neural_tangents", None)
+    claims = C.run_claims(fast=True, outdir=str(tmp_path), only=["3b"])
+    assert [(c.id, c.status, c.passed) for c in claims] == [("3b", "SKIPPED", False)]
+    skipped = claims[0]
+    assert "neural-tangents is not importable" in skipped.why and math.isnan(skipped.error)
+    md, js = C.write_report(claims, str(tmp_path), mode="fast")
+    text = open(md).read()
+    assert "| 3b | Depth-L gradient angle φ(θ, L) vs neural-tangents | — | 1e-06 | *SKIPPED* |" in text
+    assert "## 3b. Depth-L gradient angle φ(θ, L) vs neural-tangents — SKIPPED" in text
+    assert "- Skipped: neural-tangents is not importable" in text
+    assert "0 PASS, 0 FAIL, 1 SKIPPED" in text
+
+    def strict(token):
+        raise ValueError(f"non-JSON constant {token}")
+
+    payload = json.loads(open(js).read(), parse_constant=strict)
+    assert payload["counts"] == {"PASS": 0, "FAIL": 0, "SKIPPED": 1}
+    (entry,) = payload["claims"]
+    assert entry["status"] == "SKIPPED" and entry["error"] is None and entry["tolerance"] == 1e-6
+
+
+def test_check_claims_prints_the_status(tmp_path, capsys, monkeypatch):
+    script = load_script("check_claims")
+    ok = C.Claim(id="1", title="t1", formula="f", paper="p", computed="c", error=0.01,
+                 tolerance=0.1, why="w", passed=True)
+    bad = dataclasses.replace(ok, id="2", error=0.5, passed=False, status="")
+    skip = C.Claim.skipped("3b", "t3", "f", "p", reason="neural-tangents is not importable")
+    monkeypatch.setattr(script, "run_claims", lambda **kw: [ok, bad, skip])
+    monkeypatch.setattr(script, "plot_gradient_angle_map", lambda out: ())
+    assert script.main(["--out", str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["1", "PASS"] and out[1].split()[:2] == ["2", "FAIL"]
+    assert out[2].split()[:2] == ["3b", "SKIPPED"]
+    assert out[3].strip() == "skipped: neural-tangents is not importable"
+    assert out[4] == "1 PASS, 1 FAIL, 1 SKIPPED"
+
+
+def test_claim_status_follows_passed_and_is_validated():
+    kw = dict(id="x", title="t", formula="f", paper="p", computed="c", error=0.0, tolerance=1.0, why="w")
+    assert C.Claim(**kw, passed=True).status == "PASS"
+    assert C.Claim(**kw, passed=False).status == "FAIL"
+    with pytest.raises(ValueError, match=r"Claim: expected passed=False with status 'SKIPPED'"):
+        C.Claim(**kw, passed=True, status="SKIPPED")
+    with pytest.raises(ValueError, match=r"Claim: expected passed=True with status 'PASS'"):
+        C.Claim(**kw, passed=False, status="PASS")
+    with pytest.raises(ValueError, match=r"Claim: expected status in \('PASS', 'FAIL', 'SKIPPED'\)"):
+        C.Claim(**kw, passed=False, status="MAYBE")
+
+
 def _perturbed(**changes):
     return dataclasses.replace(C.Formulas(), **changes)
+
+
+def _scaled_bound(K, factor):
+    bound, i, j = lambda_min_upper_bound(K)
+    return factor * bound, i, j
 
 
 PLANTED = {
@@ -71,6 +144,11 @@ PLANTED = {
     "10": (CA.check_headline_fails,  # ReLU kernels replaced by linear ones
            dict(infinite_ntk=lambda x, depth, activation="relu", trainable="all":
                 infinite_ntk(x, depth=depth, activation="linear"))),
+    # Prop 4.1's pair bound off by a factor of 2 either way: too small breaks λmin ≤ bound on the
+    # real and near-duplicate batches, too large breaks tightness (and both the match with
+    # 1 − max|cos φ| from the angles)
+    "12-half": (CF.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 0.5))),
+    "12-double": (CF.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 2.0))),
 }
 
 
@@ -80,7 +158,7 @@ PLANTED = {
 def test_planted_errors_turn_pass_into_fail(planted):
     # The honest formulas PASS in test_fast_mode_verdicts_and_report; each planted error must FAIL.
     check, change = PLANTED[planted]
-    pick = {"7-angle": "7a", "7-kappa": "7b"}.get(planted, planted)
+    pick = {"7-angle": "7a", "7-kappa": "7b", "12-half": "12", "12-double": "12"}.get(planted, planted)
     broken = check(formulas=_perturbed(**change), fast=True)
     broken = [c for c in (broken if isinstance(broken, list) else [broken]) if c.id == pick]
     assert len(broken) == 1 and not broken[0].passed

@@ -46,6 +46,8 @@ RECORD_KEYS = (
     "min_grad_angle_deg",
     "min_grad_angle_pair",
     "min_input_angle_deg",
+    "lambda_min_upper_bound",
+    "lambda_min_bound_ratio",
     "seconds",
 )
 
@@ -56,9 +58,17 @@ def spectrum_record(ntk, angles, index, *, dtype=None) -> dict:
     Args:
       ntk: (n, n) kernel; angles: (n, n) gradient angles in radians;
       index: (n,) data-set indices of the rows (for ``min_grad_angle_pair``).
+
+    Also ``lambda_min_upper_bound``, the closest-pair bound min_{i<j} λ₋(i, j) ≥ λ_min
+    (``ntkcond.lambda_min_upper_bound``, Liu & Hui Prop. 4.1), and ``lambda_min_bound_ratio`` =
+    lambda_min_nonzero / that bound (≤ 1 up to rounding for a full-rank kernel; None when the
+    bound is ≤ 0).
     """
+    from ..spectrum import lambda_min_upper_bound
+
     cond = conditioning(ntk, dtype=dtype)
     angle, i, j = argmin_upper(angles)
+    bound = lambda_min_upper_bound(ntk)[0]  # closest-pair interlacing bound ≥ λ_min
     return {
         "lambda_max": cond.lambda_max,
         "lambda_min_nonzero": cond.lambda_min_nonzero,
@@ -68,6 +78,8 @@ def spectrum_record(ntk, angles, index, *, dtype=None) -> dict:
         "precision_limited": cond.precision_limited,
         "min_grad_angle_deg": math.degrees(angle),
         "min_grad_angle_pair": [int(index[i]), int(index[j])],
+        "lambda_min_upper_bound": bound,
+        "lambda_min_bound_ratio": cond.lambda_min_nonzero / bound if bound > 0 else None,
     }
 
 

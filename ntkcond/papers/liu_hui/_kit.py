@@ -14,11 +14,13 @@ import numpy as np
 from ... import datasets
 from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
+from ...spectrum import lambda_min_upper_bound
 
 
 @dataclasses.dataclass(frozen=True)
 class Formulas:
-    """The closed forms under test (``ntkcond.angles`` by default)."""
+    """The closed forms under test (``ntkcond.angles`` by default; ``infinite_ntk`` and the
+    closest-pair bound ``lambda_min_upper_bound`` of Prop 4.1 from ``ntkcond``)."""
 
     angle_map: Callable = _angles.angle_map
     derivative_factor: Callable = _angles.derivative_factor
@@ -28,6 +30,11 @@ class Formulas:
     relu_infinite_depth_angle: Callable = _angles.relu_infinite_depth_angle
     infinite_depth_kappa: Callable = _angles.infinite_depth_kappa
     infinite_ntk: Callable = infinite_ntk
+    lambda_min_upper_bound: Callable = lambda_min_upper_bound
+
+
+#: A claim's verdict: checked and held, checked and did not hold, or not checked (with why).
+STATUSES = ("PASS", "FAIL", "SKIPPED")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,10 +46,13 @@ class Claim:
       title, formula, paper: what is claimed, and where (statement and location).
       computed: what was computed independently.
       error, tolerance, why: the measured discrepancy, the bound it was held to, and the
-        reason for that bound.
-      passed: error ≤ tolerance (and any stated extra condition).
+        reason for that bound (for a SKIPPED claim: error is NaN and ``why`` says why it was
+        not run).
+      passed: error ≤ tolerance (and any stated extra condition); False when SKIPPED.
       details: further numbers (JSON-serialisable).
       figures: file names of the figures written for this claim.
+      status: "PASS", "FAIL" or "SKIPPED"; left empty it follows ``passed``. A claim that cannot
+        be checked here (a missing optional dependency) is reported SKIPPED, never dropped.
     """
 
     id: str
@@ -56,6 +66,24 @@ class Claim:
     passed: bool
     details: dict = dataclasses.field(default_factory=dict)
     figures: tuple = ()
+    status: str = ""
+
+    def __post_init__(self):
+        status = self.status or ("PASS" if self.passed else "FAIL")
+        if status not in STATUSES:
+            raise ValueError(f"Claim: expected status in {STATUSES}, got {self.status!r}")
+        if (status == "PASS") != bool(self.passed):
+            raise ValueError(f"Claim: expected passed={status == 'PASS'} with status {status!r}, "
+                             f"got passed={self.passed!r}")
+        object.__setattr__(self, "status", status)
+
+    @classmethod
+    def skipped(cls, id: str, title: str, formula: str, paper: str, reason: str,
+                tolerance: float = float("nan")) -> "Claim":
+        """A claim that was not checked, and why (e.g. an optional dependency is missing)."""
+        return cls(id=id, title=title, formula=formula, paper=paper,
+                   computed="not run", error=float("nan"), tolerance=tolerance,
+                   why=reason, passed=False, status="SKIPPED")
 
 
 def pyplot():

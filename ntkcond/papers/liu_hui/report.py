@@ -21,7 +21,7 @@ import numpy as np
 from ..._core.io import atomic_write
 from . import analytic as A
 from . import finite as F
-from ._kit import Claim, Formulas, pyplot, save_figure
+from ._kit import STATUSES, Claim, Formulas, pyplot, save_figure
 
 __all__ = ["Claim", "Formulas", "checks", "run_claims", "write_report", "plot_gradient_angle_map"]
 
@@ -50,9 +50,9 @@ def checks() -> list:
     """Every check, in claim order (each returns a Claim or a list of Claims)."""
 
     return [F.check_one_layer_angle, F.check_derivative_kernel, F.check_gradient_angle,
-            A.check_small_angle_law, A.check_embedding_collapse, F.check_linear_nets,
+            F.check_gradient_angle_nt, A.check_small_angle_law, A.check_embedding_collapse, F.check_linear_nets,
             A.check_infinite_depth, A.check_first_layer_only, A.check_two_points,
-            A.check_headline_fails, F.check_optimization_speed]
+            A.check_headline_fails, F.check_optimization_speed, F.check_prop41]
 
 
 def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formulas = Formulas(),
@@ -84,38 +84,57 @@ def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formul
 
 
 _IDS = {"check_one_layer_angle": {"1"}, "check_derivative_kernel": {"2"},
-        "check_gradient_angle": {"3", "3a", "3b"}, "check_linear_nets": {"6"},
-        "check_optimization_speed": {"11"},
+        "check_gradient_angle": {"3", "3a"}, "check_gradient_angle_nt": {"3", "3b"},
+        "check_linear_nets": {"6"},
+        "check_optimization_speed": {"11"}, "check_prop41": {"12"},
         "check_small_angle_law": {"4"}, "check_embedding_collapse": {"5"},
         "check_infinite_depth": {"7", "7a", "7b"}, "check_first_layer_only": {"8"},
         "check_two_points": {"9", "9a", "9b"}, "check_headline_fails": {"10"}}
 
 
+def _number(value) -> str:
+    return "—" if value != value else f"{value:.3g}"  # NaN (a SKIPPED claim's error) as a dash
+
+
 def report_markdown(claims, *, mode: str) -> str:
-    """claims.md: a summary table, then one section per claim."""
+    """claims.md: the verdict counts, a summary table, then one section per claim.
+
+    A SKIPPED claim (not checked here, e.g. neural-tangents missing) stays in the table and has
+    its section, with the reason in place of the error."""
+    counts = {s: sum(c.status == s for c in claims) for s in STATUSES}
     lines = [f"# Liu & Hui (arXiv 2305.08813): claims checked ({mode} mode)", "",
+             ", ".join(f"{k} {s}" for s, k in counts.items()), "",
              "| # | claim | error | tolerance | result |", "|---|---|---|---|---|"]
     for c in claims:
-        lines.append(f"| {c.id} | {c.title} | {c.error:.3g} | {c.tolerance:.3g} | "
-                     f"**{'PASS' if c.passed else 'FAIL'}** |")
+        verdict = f"*{c.status}*" if c.status == "SKIPPED" else f"**{c.status}**"
+        lines.append(f"| {c.id} | {c.title} | {_number(c.error)} | {_number(c.tolerance)} | {verdict} |")
     for c in claims:
-        lines += ["", f"## {c.id}. {c.title} — {'PASS' if c.passed else 'FAIL'}", "",
-                  f"- Formula: {c.formula}", f"- Paper: {c.paper}", f"- Computed: {c.computed}",
-                  f"- Error {c.error:.3g}, tolerance {c.tolerance:.3g}: {c.why}"]
+        lines += ["", f"## {c.id}. {c.title} — {c.status}", "",
+                  f"- Formula: {c.formula}", f"- Paper: {c.paper}", f"- Computed: {c.computed}"]
+        if c.status == "SKIPPED":
+            lines.append(f"- Skipped: {c.why}")
+        else:
+            lines.append(f"- Error {_number(c.error)}, tolerance {_number(c.tolerance)}: {c.why}")
         lines += [f"\n![claim {c.id}]({f})" for f in c.figures]
     return "\n".join(lines) + "\n"
 
 
 def write_report(claims, outdir: str, *, mode: str) -> tuple[str, str]:
-    """Write claims.md and claims.json (atomically) to ``outdir``; returns their paths."""
-    import json
+    """Write claims.md and claims.json (atomically) to ``outdir``; returns their paths.
 
+    claims.json holds every Claim field, ``status`` included; a NaN error or tolerance (a
+    SKIPPED claim) is written as null, so the file is strict JSON."""
+    import json
 
     os.makedirs(outdir, exist_ok=True)
     md = os.path.join(outdir, "claims.md")
     js = os.path.join(outdir, "claims.json")
     atomic_write(md, report_markdown(claims, mode=mode))
-    payload = {"mode": mode, "claims": [dataclasses.asdict(c) for c in claims]}
+    payload = {"mode": mode,
+               "counts": {s: sum(c.status == s for c in claims) for s in STATUSES},
+               "claims": [{**dataclasses.asdict(c),
+                           **{k: None for k in ("error", "tolerance") if getattr(c, k) != getattr(c, k)}}
+                          for c in claims]}
     atomic_write(js, json.dumps(payload, indent=2, default=_jsonable) + "\n")
     return md, js
 
