@@ -12,6 +12,7 @@ from ntkcond.papers.liu_hui import report as C
 from ntkcond.papers.liu_hui._kit import real_image_sets
 from ntkcond.papers.liu_hui import analytic as CA
 from ntkcond.papers.liu_hui import finite as CF
+from ntkcond.papers.liu_hui import prop41
 from ntkcond import infinite_ntk, lambda_min_upper_bound
 from conftest import load_script
 
@@ -90,8 +91,10 @@ def test_check_claims_prints_the_status(tmp_path, capsys, monkeypatch):
                  tolerance=0.1, why="w", passed=True)
     bad = dataclasses.replace(ok, id="2", error=0.5, passed=False, status="")
     skip = C.Claim.skipped("3b", "t3", "f", "p", reason="neural-tangents is not importable")
-    monkeypatch.setattr(script, "run_claims", lambda **kw: [ok, bad, skip])
-    monkeypatch.setattr(script, "plot_gradient_angle_map", lambda out: ())
+    from ntkcond.papers.liu_hui import run as claims_run
+
+    monkeypatch.setattr(claims_run, "run_claims", lambda **kw: [ok, bad, skip])
+    monkeypatch.setattr(claims_run, "plot_gradient_angle_map", lambda out: ())
     assert script.main(["--out", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:2] == ["1", "PASS"] and out[1].split()[:2] == ["2", "FAIL"]
@@ -147,8 +150,8 @@ PLANTED = {
     # Prop 4.1's pair bound off by a factor of 2 either way: too small breaks λmin ≤ bound on the
     # real and near-duplicate batches, too large breaks tightness (and both the match with
     # 1 − max|cos φ| from the angles)
-    "12-half": (CF.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 0.5))),
-    "12-double": (CF.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 2.0))),
+    "12-half": (prop41.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 0.5))),
+    "12-double": (prop41.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 2.0))),
 }
 
 

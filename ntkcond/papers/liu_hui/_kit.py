@@ -12,6 +12,9 @@ from typing import Callable
 import numpy as np
 
 from ... import datasets
+from ..._core.x64 import x64
+from ...finite.empirical import empirical_ntk
+from ...finite.models import mlp
 from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
 from ...spectrum import lambda_min_upper_bound
@@ -145,3 +148,17 @@ def real_batches(n: int = 256, data_dir: str | None = None) -> dict:
     """Real image batches of n (first n rows of each set of ``real_image_sets``): a fresh dict
     of copies (callers may add entries)."""
     return {name: x[:n].copy() for name, x in real_image_sets(data_dir)}
+
+
+def empirical_kernels(x, depth, width, activation, seeds):
+    """Exact empirical NTKs (float64, structured path) of ``seeds`` random ``mlp(depth, width,
+    activation)`` nets on x (n, d): (S, n, n), seed s the net of ``jax.random.PRNGKey(s)``."""
+    with x64():
+        import jax
+        import jax.numpy as jnp
+
+        net = mlp(depth, width, activation)
+        xj = jnp.asarray(x, jnp.float64)
+        return np.stack([
+            np.asarray(empirical_ntk(net, net.init(jax.random.PRNGKey(s), x.shape[1], jnp.float64), xj))
+            for s in seeds])

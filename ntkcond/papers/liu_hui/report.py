@@ -21,6 +21,7 @@ import numpy as np
 from ..._core.io import atomic_write
 from . import analytic as A
 from . import finite as F
+from . import prop41
 from ._kit import STATUSES, Claim, Formulas, pyplot, save_figure
 
 __all__ = ["Claim", "Formulas", "checks", "run_claims", "write_report", "plot_gradient_angle_map"]
@@ -52,7 +53,7 @@ def checks() -> list:
     return [F.check_one_layer_angle, F.check_derivative_kernel, F.check_gradient_angle,
             F.check_gradient_angle_nt, A.check_small_angle_law, A.check_embedding_collapse, F.check_linear_nets,
             A.check_infinite_depth, A.check_first_layer_only, A.check_two_points,
-            A.check_headline_fails, F.check_optimization_speed, F.check_prop41]
+            A.check_headline_fails, F.check_optimization_speed, prop41.check_prop41]
 
 
 def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formulas = Formulas(),
