@@ -61,7 +61,8 @@ def _prepare(x, depths, activation, trainable, block, where):
     act = parse_activation(activation)
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
-    return xh, norms, x.shape[1], act, depths, layers, _as_block(block, where)
+    # x is kept: the pairs near 0 or π get their angles exactly from it (``unit_geometry``)
+    return xh, norms, x.shape[1], act, depths, layers, _as_block(block, where), x
 
 
 def blockwise_ntk(
@@ -98,7 +99,7 @@ def blockwise_ntk(
       InsufficientMemoryError: the kernels (8n² bytes per depth) do not fit.
     """
     where = "blockwise_ntk"
-    xh, norms, d, act, depths, layers, block = _prepare(x, depths, activation, trainable, block, where)
+    xh, norms, d, act, depths, layers, block, x = _prepare(x, depths, activation, trainable, block, where)
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
                   memory_limit, where)
@@ -106,12 +107,12 @@ def blockwise_ntk(
     if backend == "jax":
         from .sharded import ShardedKernelBlocks
 
-        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where).row
+        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where, x).row
     elif backend == "numpy":
         def rows(r0, r1):
             for c0 in range(r0, n, block):
                 c1 = min(n, c0 + block)
-                yield c0, c1, numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers)
+                yield c0, c1, numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers, x)
     else:
         raise ValueError(f"{where}: expected backend 'numpy' or 'jax', got {backend!r}")
     for r0 in range(0, n, block):
@@ -205,8 +206,8 @@ class MatrixFreeConditioning:
 class _KernelOperator:
     """K·V for the infinite-width NTK without storing K: one blockwise pass per product."""
 
-    def __init__(self, xh, norms, d, act, depth, layers, block):
-        self.xh, self.norms, self.d, self.act = xh, norms, d, act
+    def __init__(self, xh, norms, d, act, depth, layers, block, x=None):
+        self.xh, self.norms, self.d, self.act, self.x = xh, norms, d, act, x
         self.depth, self.layers, self.block = depth, layers, block
         self.n = xh.shape[0]
         self.passes = 0
@@ -218,7 +219,7 @@ class _KernelOperator:
             for c0 in range(r0, n, b):
                 c1 = min(n, c0 + b)
                 K = numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, c0, c1, self.act,
-                                         [self.depth], self.layers)[self.depth]
+                                         [self.depth], self.layers, self.x)[self.depth]
                 yield r0, r1, c0, c1, K
 
     def matmat(self, V):
@@ -240,7 +241,7 @@ class _KernelOperator:
         for r0 in range(0, n, b):
             r1 = min(n, r0 + b)
             K = numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, r0, r1, self.act,
-                                     [self.depth], self.layers)[self.depth]
+                                     [self.depth], self.layers, self.x)[self.depth]
             w, Q = np.linalg.eigh(K)
             factors.append((r0, r1, Q, 1.0 / np.maximum(w, floor)))
 
@@ -296,7 +297,7 @@ def matrix_free_conditioning(
 
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    xh, norms, d, act, depths, layers, block = _prepare(x, [depth], activation, trainable, block, where)
+    xh, norms, d, act, depths, layers, block, x = _prepare(x, [depth], activation, trainable, block, where)
     n = xh.shape[0]
     rtol = n * np.finfo(np.float64).eps if rtol is None else float(rtol)
     atol = 0.0 if atol is None else float(atol)
@@ -304,7 +305,7 @@ def matrix_free_conditioning(
         return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
     if not 1 <= k < n // 2:
         raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2}, got k = {k}")
-    op = _KernelOperator(xh, norms, d, act, depths[0], layers, block)
+    op = _KernelOperator(xh, norms, d, act, depths[0], layers, block, x)
     A = sla.LinearOperator((n, n), matvec=op.matmat, matmat=op.matmat, dtype=np.float64)
     rng = np.random.default_rng(seed)
     lam_max = float(sla.eigsh(A, k=1, which="LA", tol=lanczos_tol,
