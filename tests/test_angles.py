@@ -170,8 +170,17 @@ def test_infinite_depth_kappa_is_n_plus_3_over_3():
      (lambda: A.gradient_angle(0.1, -1), "depth >= 0"), (lambda: A.gradient_angle(0.1, 1.5), "integer"),
      (lambda: A.gradient_angle(0.1, 2, trainable=[3]), r"indices in \[0, 2\]"),
      (lambda: A.gradient_angle(0.1, 2, trainable="middle"), "'all', 'first', 'last'"),
-     (lambda: A.infinite_depth_kappa(0), "n >= 1")],
+     (lambda: A.infinite_depth_kappa(0), "n >= 1"),
+     (lambda: A.gradient_angle(0.1, True), r"^gradient_angle: expected an integer depth, got True$"),
+     (lambda: A.angle_map_iterate(0.1, 10**7), r"^angle_map_iterate: expected layers <= 1000000 .*got 10000000$"),
+     (lambda: A.gradient_angle(0.1, 2, trainable=[1.0]),
+      r"^gradient_angle: expected trainable .* integer layer indices, got 1.0 \(float\) in \[1.0\]$")],
 )
 def test_bad_inputs(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_infinite_depth_kappa_has_no_depth_limit():
+    # n is a data-set size in a closed form, not a depth: no maximum
+    assert A.infinite_depth_kappa(10**12) == (10**12 + 3) / 3

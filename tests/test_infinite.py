@@ -213,3 +213,46 @@ def test_agreement_with_neural_tangents(digits_batch):
 def test_bad_inputs(digits_batch, call, err, match):
     with pytest.raises(err, match=match):
         call(digits_batch)
+
+
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda x: infinite_ntk(x, depth=True), TypeError, r"infinite_ntk: expected an integer depth, got True"),
+        (lambda x: infinite_nngp(x, depth=np.True_), TypeError,
+         r"infinite_nngp: expected an integer depth, got np.True_"),
+        (lambda x: gradient_angles(x, depth=2.5), TypeError, r"gradient_angles: expected an integer depth, got 2.5"),
+        (lambda x: infinite_ntk(x, depth=1, trainable=[1.5]), TypeError,
+         r"infinite_ntk: expected trainable 'all', 'first', 'last' or integer layer indices, "
+         r"got 1.5 \(float\) in \[1.5\]"),
+        (lambda x: infinite_ntk(x, depth=1, trainable=["1"]), TypeError,
+         r"infinite_ntk: expected trainable .* integer layer indices, got '1' \(str\) in \['1'\]"),
+        (lambda x: gradient_angles(x, depth=2, trainable=[True]), TypeError,
+         r"gradient_angles: expected trainable .* integer layer indices, got True \(bool\)"),
+        (lambda x: infinite_ntk(x, depth=10**12), ValueError,
+         r"infinite_ntk: expected depth <= 1000000 \(the recursion costs depth passes over every "
+         r"pair; .*\), got 1000000000000$"),
+        (lambda x: smallest_gradient_angle(x, depth=1e300), ValueError,
+         r"smallest_gradient_angle: expected depth <= 1000000 .*, got 1e\+300$"),
+        (lambda x: depth_sweep(x, 5), TypeError,
+         r"depth_sweep: expected depths as an iterable of integers \(e.g. \[0, 1, 5\] or range\(11\)\), got 5"),
+        (lambda x: depth_sweep(x, "5"), TypeError, r"depth_sweep: expected depths as an iterable .*got '5'"),
+        (lambda x: depth_sweep(x, [1, 2.5]), TypeError, r"depth_sweep: expected an integer depth, got 2.5"),
+        (lambda x: depth_sweep(x, [3], trainable=[0.5]), TypeError,
+         r"depth_sweep: expected trainable .* integer layer indices, got 0.5 \(float\)"),
+    ],
+)
+def test_bad_depths_and_trainable_are_type_and_value_errors(digits_batch, call, err, match):
+    # bools and fractional numbers were taken as layers (depth=True as 1, trainable=[1.5] as
+    # layer 1), strings were accepted, and huge depths died with MemoryError or OverflowError.
+    # depth_sweep fails when called, not when iterated.
+    with pytest.raises(err, match=match):
+        call(digits_batch[:4])
+
+
+def test_integral_floats_and_numpy_ints_are_still_depths(digits_batch):
+    x = digits_batch[:5]
+    ref_k = infinite_ntk(x, depth=2, trainable=[0, 2])
+    assert np.array_equal(infinite_ntk(x, depth=2.0, trainable=np.array([0, 2])), ref_k)
+    assert np.array_equal(infinite_ntk(x, depth=np.int64(2), trainable=(np.int32(0), 2)), ref_k)
+    assert [it.depth for it in depth_sweep(x, range(3))] == [0, 1, 2]

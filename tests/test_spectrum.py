@@ -169,7 +169,7 @@ def test_bad_kernels(K, match):
 
 
 def test_bad_types_and_tolerances():
-    with pytest.raises(TypeError, match="real floating-point"):
+    with pytest.raises(TypeError, match="conditioning: expected a real matrix .*got dtype complex128"):
         conditioning(np.eye(2, dtype=complex))
     with pytest.raises(TypeError, match="2-D array"):
         conditioning("K")
@@ -193,3 +193,127 @@ def test_zero_norm_row_rejected():
         smallest_pairwise_angle(K)
     with pytest.raises(ValueError, match="n >= 2"):
         smallest_pairwise_angle([[1.0]])
+
+
+# --- scale invariance (issue 14) ------------------------------------------------------------
+
+
+def integer_kernel(n=6, seed=0):
+    """X Xᵀ + I with small integer X: exact in float64 and under any power-of-two scaling."""
+    X = np.random.default_rng(seed).integers(-3, 4, (n, 4)).astype(float)
+    return X @ X.T + np.eye(n)
+
+
+def test_huge_entries_do_not_overflow():
+    # (K + Kᵀ) of diag(1e308, 1e308) overflowed to inf: lambda_max was nan.
+    c = conditioning(np.diag([1e308, 1e308]))
+    assert (c.lambda_max, c.lambda_min_nonzero, c.kappa_eff, c.kappa, c.rank) == (1e308, 1e308, 1.0, 1.0, 2)
+    # eigenvalues beyond float64 are reported as inf (docstring); κ, rank are still exact
+    c = conditioning(1e308 * np.ones((2, 2)))
+    assert c.lambda_max == np.inf and c.eigenvalues[0] == 0.0
+    assert (c.kappa_eff, c.rank, c.kappa) == (1.0, 1, np.inf)
+
+
+def test_subnormal_kernels_are_exact():
+    # 1e-320·K was off by 5e-4 in κ or rejected as not PSD (eigvalsh on subnormals). A kernel
+    # of subnormal entries is scaled up by a power of two (exact) first.
+    K = integer_kernel()
+    exact = conditioning(K)
+    tiny = conditioning(K * 2.0**-1070)  # entries k·2^-1070: exact subnormals
+    assert (tiny.kappa_eff, tiny.kappa, tiny.rank) == (exact.kappa_eff, exact.kappa, exact.rank)
+    assert np.array_equal(tiny.eigenvalues, np.ldexp(exact.eigenvalues, -1070))  # rounded there
+    # 1e-320·K rounds its entries to the subnormal grid (relative 2^-1074/1e-320 ≈ 5e-4): the
+    # matrix given is analysed exactly, as the same matrix scaled up by 2^1000 would be.
+    K320 = 1e-320 * K
+    assert conditioning(K320).kappa_eff == conditioning(K320 * 2.0**1000).kappa_eff
+
+
+@pytest.mark.parametrize("c", [2.0**600, 1e160, 1e300, 1e-160, 1e-300, 2.0**-1000])
+def test_pairwise_angles_are_scale_invariant(c):
+    # NaN for c ≥ 1e160 (K² overflowed) and wrong for c ≤ 1e-160 (underflowed) before.
+    K = integer_kernel()
+    A = pairwise_angles(K)
+    got = pairwise_angles(c * K)
+    if np.log2(c).is_integer():
+        assert np.array_equal(got, A)  # powers of two change no bit
+    else:
+        # c·K rounds each entry (eps relative): angles ≥ 0.3 rad here move by ≲ 10 eps
+        assert np.min(A[~np.eye(6, dtype=bool)]) > 0.3
+        np.testing.assert_allclose(got, A, rtol=1e-14, atol=0)
+    assert smallest_pairwise_angle(c * K)[1:] == smallest_pairwise_angle(K)[1:]
+
+
+def test_pairwise_angles_rounding_level_excess_is_zero_angle():
+    # |K_01| above √(K_00 K_11) by an ulp is rounding (a duplicated input): angle 0, not an error
+    K = np.array([[1.0, np.nextafter(1.0, 2.0)], [np.nextafter(1.0, 2.0), 1.0]])
+    assert pairwise_angles(K)[0, 1] == 0.0
+
+
+# --- validation (issue 14) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: pairwise_angles([[1.0, 0.5], [0.4, 1.0]]), ValueError,
+     r"pairwise_angles: expected a symmetric matrix, got \|K\[0,1\] - K\[1,0\]\| = 0.1"),
+    (lambda: smallest_pairwise_angle([[1.0, 0.5], [0.4, 1.0]]), ValueError,
+     r"smallest_pairwise_angle: expected a symmetric matrix, got \|K\[0,1\] - K\[1,0\]\| = 0.1"),
+    (lambda: pairwise_angles([[1.0, 2.0], [2.0, 1.0]]), ValueError,
+     r"pairwise_angles: expected \|K\[i,j\]\| <= sqrt\(K\[i,i\]\*K\[j,j\]\) \(a Gram matrix.*"
+     r"got \|K\[0,1\]\| = 2 > sqrt\(K\[0,0\]\*K\[1,1\]\) = 1"),
+    (lambda: smallest_pairwise_angle([[4.0, -2.5], [-2.5, 1.0]]), ValueError,
+     r"smallest_pairwise_angle: expected \|K\[i,j\]\| <= sqrt.*got \|K\[0,1\]\| = 2.5 > .* = 2"),
+    (lambda: conditioning(np.eye(2), rtol="1e-3"), TypeError,
+     r"conditioning: expected rtol as a real number >= 0 or None, got '1e-3'"),
+    (lambda: conditioning(np.eye(2), atol=True), TypeError,
+     r"conditioning: expected atol as a real number >= 0 or None, got True"),
+    (lambda: conditioning(np.eye(2), rtol=float("nan")), ValueError,
+     r"conditioning: expected rtol >= 0 and finite, got nan"),
+    (lambda: effective_condition_number(np.eye(2), atol=-1e-3), ValueError,
+     r"conditioning: expected atol >= 0 and finite, got -0.001"),
+    (lambda: conditioning(np.eye(2), dtype="foo"), TypeError,
+     r"conditioning: expected dtype as a floating-point dtype \(float16, bfloat16, float32, "
+     r"float64\) or None, got 'foo'"),
+    (lambda: conditioning(np.eye(2), dtype=np.int32), TypeError,
+     r"conditioning: expected dtype as a floating-point dtype .*got <class 'numpy.int32'>"),
+    (lambda: conditioning(np.eye(2), dtype="1e-3"), TypeError,
+     r"conditioning: expected dtype as a floating-point dtype .*got '1e-3'"),
+    (lambda: conditioning(np.eye(3, dtype=np.complex64)), TypeError,
+     r"conditioning: expected a real matrix \(integer or floating dtype.*\), got dtype complex64"),
+])
+def test_bad_arguments_name_function_expectation_and_value(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def float16_indefinite(n=512, seed=0):
+    """Eigenvalues 1 … 0.01 and one of −0.4, stored in float16."""
+    q = orthogonal(n, np.random.default_rng(seed))
+    lam = np.r_[np.linspace(1.0, 0.01, n - 1), -0.4]
+    return ((q * lam) @ q.T).astype(np.float16)
+
+
+def test_low_precision_psd_tolerance_is_capped():
+    # The old floor n·eps·λmax was 0.5·λmax for float16 at n = 512: an eigenvalue of −0.4·λmax
+    # passed as rounding. Now −max(τ, eps·‖K‖_F, min(n·eps, 0.01)·λmax) ≈ −0.013·λmax here.
+    K16 = float16_indefinite()
+    for K, dtype in ((K16, None), (K16.astype(np.float64), np.float16)):
+        with pytest.raises(ValueError, match=r"conditioning: expected a positive semi-definite "
+                                             r"matrix, got eigenvalue -0.(4|39)\d* < -0.01\d* .*float16"):
+            conditioning(K, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_low_precision_kernels_keep_their_rounding_noise(dtype):
+    # A rank-deficient Gram matrix stored in float16/bfloat16: its 48 zero eigenvalues become
+    # noise of either sign, bounded by ‖δK‖₂ ≤ eps/2·‖K‖_F (storage rounding), which the rule
+    # tolerates; the result is flagged as precision-limited.
+    import ml_dtypes  # noqa: F401  (registers "bfloat16"; installed with jax)
+
+    X = np.random.default_rng(2).standard_normal((64, 16))
+    K = (X @ X.T).astype(dtype)
+    c = conditioning(K)
+    eps = 2.0**-10 if dtype is np.float16 else 2.0**-7
+    assert c.dtype == np.dtype(dtype).name and c.precision_limited
+    assert c.eigenvalues[0] < 0  # there is noise below zero, and it was accepted
+    assert c.rank <= 64 and c.kappa_eff >= 1
+    assert -c.eigenvalues[0] <= eps * np.sqrt(np.sum(c.eigenvalues**2))

@@ -39,7 +39,7 @@ from .._core.checks import as_data, sweep_layers
 from .._core.memory import check_memory
 from ..activations import parse_activation
 from ..infinite.geometry import normalised_rows
-from ..spectrum import Conditioning, conditioning_from_eigenvalues
+from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .blocks import numpy_kernel_blocks
 
 __all__ = [
@@ -56,11 +56,25 @@ def _as_block(block, where):
     return int(block)
 
 
+def _check_kernel_range(norms, d, where):
+    """Kernel entries are ‖x‖‖x'‖/d times a factor in [−(L+1), L+1]: refuse rows whose
+    products leave float64's normal range (the kernel and its eigenvalues would be inf or 0)."""
+    with np.errstate(over="ignore", under="ignore"):
+        hi, lo = np.max(norms) ** 2 / d, np.min(norms) ** 2 / d
+    if not (np.isfinite(hi) and lo >= np.finfo(np.float64).tiny):
+        raise ValueError(
+            f"{where}: expected kernel entries within float64's range, got ‖x‖²/d from "
+            f"{lo:.3g} to {hi:.3g}; rescale x (κ is scale-invariant: scaling x by c scales every "
+            "eigenvalue by c²)"
+        )
+
+
 def _prepare(x, depths, activation, trainable, block, where):
     x = as_data(x, where, "x")
     act = parse_activation(activation)
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
+    _check_kernel_range(norms, x.shape[1], where)
     # x is kept: the pairs near 0 or π get their angles exactly from it (``unit_geometry``)
     return xh, norms, x.shape[1], act, depths, layers, _as_block(block, where), x
 
@@ -98,7 +112,11 @@ def blockwise_ntk(
     Raises:
       InsufficientMemoryError: the kernels (8n² bytes per depth) do not fit.
     """
-    where = "blockwise_ntk"
+    return _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
+                          "blockwise_ntk")
+
+
+def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit, where):
     xh, norms, d, act, depths, layers, block, x = _prepare(x, depths, activation, trainable, block, where)
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
@@ -152,15 +170,16 @@ def exact_conditioning(
 
     Raises:
       InsufficientMemoryError: the kernels do not fit (the message names the matrix-free route).
+      TypeError, ValueError: bad data, depths or block; rtol or atol not a real number ≥ 0;
+        kernel entries ‖x‖²/d outside float64's normal range.
     """
     import scipy.linalg
 
     where = "exact_conditioning"
     n = as_data(x, where, "x").shape[0]
-    rtol = n * np.finfo(np.float64).eps if rtol is None else float(rtol)
-    atol = 0.0 if atol is None else float(atol)
-    kernels = blockwise_ntk(x, depths=depths, activation=activation, trainable=trainable,
-                            block=block, backend=backend, memory_limit=memory_limit)
+    rtol, atol = resolve_tolerances(rtol, atol, n, where)
+    kernels = _blockwise_ntk(x, depths, activation, trainable, block, backend, None, memory_limit,
+                             where)
     out = {}
     for L in sorted(kernels):
         K = kernels.pop(L)
@@ -299,8 +318,7 @@ def matrix_free_conditioning(
     start = time.perf_counter()
     xh, norms, d, act, depths, layers, block, x = _prepare(x, [depth], activation, trainable, block, where)
     n = xh.shape[0]
-    rtol = n * np.finfo(np.float64).eps if rtol is None else float(rtol)
-    atol = 0.0 if atol is None else float(atol)
+    rtol, atol = resolve_tolerances(rtol, atol, n, where)
     if act.is_linear:
         return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
     if not 1 <= k < n // 2:
