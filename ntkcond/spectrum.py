@@ -54,7 +54,7 @@ _NOISE_CAP = 1e-2
 _EPS64 = float(np.finfo(np.float64).eps)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Conditioning:
     """Spectrum summary of a PSD kernel (all values float64).
 
@@ -76,6 +76,9 @@ class Conditioning:
         computed in: the value is then at the resolution limit of that dtype and says little
         beyond "at least this large". A float32 kernel of n = 512 is limited from κ ≈ 1.6e3.
       dtype: name of the dtype the kernel was computed in.
+
+    ``repr`` is one line: κ_eff, λ_max, λ_min⁺, rank/n, the precision flag and dtype first, the
+    eigenvalues summarised by their number and range.
     """
 
     eigenvalues: np.ndarray
@@ -87,6 +90,17 @@ class Conditioning:
     cutoff: float
     precision_limited: bool
     dtype: str
+
+    def __repr__(self) -> str:
+        w = np.asarray(self.eigenvalues)
+        spread = f"[{w[0]:.4g}, {w[-1]:.4g}]" if w.size else "[]"
+        return (
+            f"Conditioning(kappa_eff={self.kappa_eff:.6g}, lambda_max={self.lambda_max:.6g}, "
+            f"lambda_min_nonzero={self.lambda_min_nonzero:.6g}, rank={self.rank}/{w.size}, "
+            f"precision_limited={self.precision_limited}, dtype={self.dtype!r}, "
+            f"kappa={self.kappa:.6g}, cutoff={self.cutoff:.3g}, "
+            f"eigenvalues=<{w.size} in {spread}>)"
+        )
 
 
 def float_eps(dtype) -> float | None:

@@ -317,3 +317,20 @@ def test_low_precision_kernels_keep_their_rounding_noise(dtype):
     assert c.eigenvalues[0] < 0  # there is noise below zero, and it was accepted
     assert c.rank <= 64 and c.kappa_eff >= 1
     assert -c.eigenvalues[0] <= eps * np.sqrt(np.sum(c.eigenvalues**2))
+
+
+def test_repr_is_short_and_leads_with_the_answer():
+    # It printed the whole eigenvalue array: 10,000 characters at n = 512.
+    lam = np.r_[np.geomspace(1e3, 1.0, 500), np.zeros(12)]
+    c = conditioning(prescribed(lam, seed=8))
+    text = repr(c)
+    assert len(text) < 300 and "\n" not in text and str(c) == text
+    keys = ["kappa_eff=", "lambda_max=", "lambda_min_nonzero=", "rank=500/512",
+            "precision_limited=False", "dtype='float64'", "eigenvalues=<512 in ["]
+    positions = [text.index(k) for k in keys]
+    assert positions == sorted(positions) and text.startswith("Conditioning(kappa_eff=")
+    assert f"kappa_eff={c.kappa_eff:.6g}," in text and f"lambda_max={c.lambda_max:.6g}," in text
+    lo, hi = text.split("eigenvalues=<512 in [")[1].rstrip("])>").split(", ")
+    # the range is printed with 4 significant digits: relative rounding ≤ 5e-4
+    assert float(lo) == pytest.approx(c.eigenvalues[0], rel=1e-3, abs=0)
+    assert float(hi) == pytest.approx(c.eigenvalues[-1], rel=1e-3, abs=0)
