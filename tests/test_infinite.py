@@ -37,8 +37,8 @@ def test_kernels_match_extended_precision(digits_batch, activation, depth):
     N = infinite_nngp(x, depth=depth, activation=activation)
     for i, j in _sample_pairs(40, 12, seed=depth):
         nngp, ntk, _ = ref.kernels(x[i], x[j], depth, SLOPE[activation])
-        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12)
-        assert N[i, j] == pytest.approx(float(nngp), rel=1e-12)
+        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12, abs=0)
+        assert N[i, j] == pytest.approx(float(nngp), rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=["relu", "linear", "leaky0.2"])
@@ -60,7 +60,7 @@ def test_real_mnist_kernels_extended_precision(mnist_batch):
         K = infinite_ntk(x, depth=depth)
         for i, j in _sample_pairs(24, 8, seed=depth):
             _, ntk, _ = ref.kernels(x[i], x[j], depth, 0.0)
-            assert K[i, j] == pytest.approx(float(ntk), rel=1e-12)
+            assert K[i, j] == pytest.approx(float(ntk), rel=1e-12, abs=0)
 
 
 def test_linear_ntk_is_gram_times_depth(digits_batch):
@@ -71,7 +71,7 @@ def test_linear_ntk_is_gram_times_depth(digits_batch):
         assert np.allclose(infinite_ntk(x, depth=depth, activation="linear"), (depth + 1) * G,
                            rtol=1e-14, atol=1e-14 * np.abs(G).max())
         kappa = conditioning(infinite_ntk(x, depth=depth, activation="linear")).kappa_eff
-        assert kappa == pytest.approx(conditioning(G).kappa_eff, rel=1e-6)
+        assert kappa == pytest.approx(conditioning(G).kappa_eff, rel=1e-6, abs=0)
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=["relu", "linear", "leaky0.2"])
@@ -102,7 +102,7 @@ def test_first_layer_only_matches_extended_precision(digits_batch):
     K = infinite_ntk(x, depth=6, trainable="first")
     for i, j in _sample_pairs(12, 6):
         _, ntk, _ = ref.kernels(x[i], x[j], 6, 0.0, trainable={0})
-        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12)
+        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12, abs=0)
 
 
 def test_cross_kernel_is_block_of_full_kernel(digits_batch):
@@ -144,9 +144,9 @@ def test_tiny_angles_need_the_data_route():
     x[4] = x[1] + 1e-7 * np.linalg.norm(x[1]) * rng.standard_normal(30) / np.sqrt(30)
     for activation, slope in (("relu", 0.0), ("linear", 1.0)):
         exact = float(ref.gradient_angle(x[1], x[4], 3, slope))
-        assert gradient_angles(x, depth=3, activation=activation)[1, 4] == pytest.approx(exact, rel=1e-12)
+        assert gradient_angles(x, depth=3, activation=activation)[1, 4] == pytest.approx(exact, rel=1e-12, abs=0)
         assert smallest_gradient_angle(x, depth=3, activation=activation) == (
-            pytest.approx(exact, rel=1e-12), 1, 4)
+            pytest.approx(exact, rel=1e-12, abs=0), 1, 4)
     kernel_route = pairwise_angles(infinite_ntk(x, depth=3, activation="linear"))[1, 4]
     assert abs(kernel_route - exact) / exact > 1e-4  # measured: several percent
 
@@ -160,7 +160,7 @@ def test_input_angles_near_zero_and_pi():
         y = np.cos(t) * v / np.linalg.norm(v) + np.sin(t) * w / np.linalg.norm(w)
         for other, expected in ((y, ref.input_angle(v, y)), (-y, ref.input_angle(v, -y))):
             got = input_angles(v[None], other[None])[0, 0]
-            assert got == pytest.approx(float(expected), rel=1e-13)
+            assert got == pytest.approx(float(expected), rel=1e-13, abs=0)
 
 
 def test_agreement_with_neural_tangents(digits_batch):
@@ -191,7 +191,7 @@ def test_agreement_with_neural_tangents(digits_batch):
                 # κ_eff agrees to about the same relative level times κ's sensitivity
                 if depth in (1, 10):
                     k_nt = conditioning(np.asarray(k.ntk)).kappa_eff
-                    assert k_nt == pytest.approx(conditioning(ntk).kappa_eff, rel=1e-5)
+                    assert k_nt == pytest.approx(conditioning(ntk).kappa_eff, rel=1e-5, abs=0)
 
 
 @pytest.mark.parametrize(

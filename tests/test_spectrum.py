@@ -32,9 +32,9 @@ def test_prescribed_spectrum(n, kappa):
     # λ_min has relative error ≲ n·eps·κ; allow 10x that.
     tol = 10 * n * EPS * kappa
     assert cond.rank == n
-    assert cond.kappa_eff == pytest.approx(kappa, rel=tol)
+    assert cond.kappa_eff == pytest.approx(kappa, rel=tol, abs=0)
     assert cond.kappa == cond.kappa_eff
-    assert cond.lambda_max == pytest.approx(1.0, rel=10 * n * EPS)
+    assert cond.lambda_max == pytest.approx(1.0, rel=10 * n * EPS, abs=0)
     assert not cond.precision_limited
 
 
@@ -45,8 +45,8 @@ def test_effective_condition_number_skips_exact_zeros():
     assert cond.rank == 6
     assert cond.kappa == np.inf
     # the nonzero part is resolved to O(n·eps·λ_max)/λ_min relative (see above)
-    assert effective_condition_number(K) == pytest.approx(8.0, rel=100 * 10 * EPS * 8)
-    assert cond.cutoff == pytest.approx(10 * EPS * 4.0, rel=1e-12)
+    assert effective_condition_number(K) == pytest.approx(8.0, rel=100 * 10 * EPS * 8, abs=0)
+    assert cond.cutoff == pytest.approx(10 * EPS * 4.0, rel=1e-12, abs=0)
 
 
 def test_gram_with_more_points_than_dimensions():
@@ -59,7 +59,7 @@ def test_gram_with_more_points_than_dimensions():
     assert cond.rank == 30
     assert cond.kappa == np.inf
     # eigvalsh of G loses eps·κ(G) ~ 2e-16·1e4 relative on λ_d; allow 100x.
-    assert cond.kappa_eff == pytest.approx((s[0] / s[-1]) ** 2, rel=100 * EPS * (s[0] / s[-1]) ** 2)
+    assert cond.kappa_eff == pytest.approx((s[0] / s[-1]) ** 2, rel=100 * EPS * (s[0] / s[-1]) ** 2, abs=0)
 
 
 def test_duplicate_inputs_reduce_rank():
@@ -71,7 +71,7 @@ def test_duplicate_inputs_reduce_rank():
     # duplicating rows changes the nonzero spectrum, but not the rank; exact spectrum from SVD:
     s_dup = np.linalg.svd(Xdup, compute_uv=False)[:12]
     assert effective_condition_number(Xdup @ Xdup.T) == pytest.approx(
-        (s_dup[0] / s_dup[-1]) ** 2, rel=1e-10)
+        (s_dup[0] / s_dup[-1]) ** 2, rel=1e-10, abs=0)
     assert conditioning(X @ X.T).rank == 12 and s.size == 12
 
 
@@ -83,11 +83,11 @@ def test_one_by_one():
 
 def test_cutoffs():
     K = prescribed([1.0, 1e-3, 1e-8], seed=2)
-    assert effective_condition_number(K) == pytest.approx(1e8, rel=1e-6)
-    assert effective_condition_number(K, rtol=1e-6) == pytest.approx(1e3, rel=1e-9)
+    assert effective_condition_number(K) == pytest.approx(1e8, rel=1e-6, abs=0)
+    assert effective_condition_number(K, rtol=1e-6) == pytest.approx(1e3, rel=1e-9, abs=0)
     assert effective_condition_number(K, atol=1e-2) == 1.0
-    # τ = max(atol, rtol·λmax)
-    assert conditioning(K, rtol=1e-6, atol=1e-9).cutoff == pytest.approx(1e-6)
+    # τ = max(atol, rtol·λmax), λmax = 1 to ~n·eps (``prescribed``)
+    assert conditioning(K, rtol=1e-6, atol=1e-9).cutoff == pytest.approx(1e-6, rel=1e-14, abs=0)
 
 
 def test_float32_kernel_is_flagged():
@@ -121,8 +121,8 @@ def test_scale_and_permutation_invariance(scale, seed, n):
     # Scaling by a float multiplies every entry with one rounding (relative eps); permuting is
     # exact. eigvalsh's error on λ_min is O(n·eps·λ_max), i.e. relative n·eps·κ on κ.
     tol = 20 * n * EPS * base
-    assert effective_condition_number(scale * K) == pytest.approx(base, rel=tol)
-    assert effective_condition_number(K[np.ix_(perm, perm)]) == pytest.approx(base, rel=tol)
+    assert effective_condition_number(scale * K) == pytest.approx(base, rel=tol, abs=0)
+    assert effective_condition_number(K[np.ix_(perm, perm)]) == pytest.approx(base, rel=tol, abs=0)
     a = pairwise_angles(K)
     assert np.allclose(pairwise_angles(K[np.ix_(perm, perm)]), a[np.ix_(perm, perm)], rtol=0, atol=1e-12)
 
@@ -145,7 +145,7 @@ def test_smallest_pairwise_angle_finds_planted_pair():
     X[37] = X[11] + 1e-3 * rng.standard_normal(20)
     angle, i, j = smallest_pairwise_angle(X @ X.T)
     assert (i, j) == (11, 37)
-    assert angle == pytest.approx(input_angles(X)[11, 37], rel=1e-6)
+    assert angle == pytest.approx(input_angles(X)[11, 37], rel=1e-6, abs=0)
 
 
 @pytest.mark.parametrize(
