@@ -21,7 +21,7 @@ def test_scale_is_inverse_second_moment():
     for alpha in (0.0, 0.1, 0.5, 1.0):
         act = parse_activation(alpha)
         second_moment = np.sum(w * act(z) ** 2)
-        assert norm_preserving_scale(alpha) == pytest.approx(1 / second_moment, rel=1e-4)
+        assert norm_preserving_scale(alpha) == pytest.approx(1 / second_moment, rel=1e-4, abs=0)
     assert norm_preserving_scale("relu") == 2.0
     assert norm_preserving_scale("linear") == 1.0
 

@@ -68,7 +68,7 @@ def test_angle_map_small_angles_extended_precision(alpha, angle):
         t, a = mp.mpf(angle), mp.mpf(alpha)
         k1 = (mp.sin(t) + (mp.pi - t) * mp.cos(t)) / mp.pi
         expected = mp.acos((2 * a * mp.cos(t) + (1 - a) ** 2 * k1) / (1 + a * a))
-    assert A.angle_map(angle, alpha) == pytest.approx(float(expected), rel=1e-14)
+    assert A.angle_map(angle, alpha) == pytest.approx(float(expected), rel=1e-14, abs=0)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.2, 1.0])
@@ -82,7 +82,7 @@ def test_gradient_angle_extended_precision(alpha, depth):
         y = np.array([np.cos(angle), np.sin(angle), 0.0])
         exact_in = float(ref.input_angle(x, y))  # the float64 vectors' true angle
         got = A.gradient_angle(exact_in, depth, alpha)
-        assert got == pytest.approx(float(ref.gradient_angle(x, y, depth, alpha)), rel=1e-12)
+        assert got == pytest.approx(float(ref.gradient_angle(x, y, depth, alpha)), rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("trainable", ["first", "last", {0, 2}, [1]])
@@ -92,7 +92,7 @@ def test_gradient_angle_trainable_extended_precision(trainable):
         x, y = np.array([1.0, 0.0]), np.array([np.cos(angle), np.sin(angle)])
         expected = float(ref.gradient_angle(x, y, 3, 0.0, set(layers)))
         got = A.gradient_angle(float(ref.input_angle(x, y)), 3, "relu", trainable)
-        assert got == pytest.approx(expected, rel=1e-12)
+        assert got == pytest.approx(expected, rel=1e-12, abs=0)
 
 
 def test_linear_gradient_angle_is_input_angle():
@@ -170,8 +170,17 @@ def test_infinite_depth_kappa_is_n_plus_3_over_3():
      (lambda: A.gradient_angle(0.1, -1), "depth >= 0"), (lambda: A.gradient_angle(0.1, 1.5), "integer"),
      (lambda: A.gradient_angle(0.1, 2, trainable=[3]), r"indices in \[0, 2\]"),
      (lambda: A.gradient_angle(0.1, 2, trainable="middle"), "'all', 'first', 'last'"),
-     (lambda: A.infinite_depth_kappa(0), "n >= 1")],
+     (lambda: A.infinite_depth_kappa(0), "n >= 1"),
+     (lambda: A.gradient_angle(0.1, True), r"^gradient_angle: expected an integer depth, got True$"),
+     (lambda: A.angle_map_iterate(0.1, 10**7), r"^angle_map_iterate: expected layers <= 1000000 .*got 10000000$"),
+     (lambda: A.gradient_angle(0.1, 2, trainable=[1.0]),
+      r"^gradient_angle: expected trainable .* integer layer indices, got 1.0 \(float\) in \[1.0\]$")],
 )
 def test_bad_inputs(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_infinite_depth_kappa_has_no_depth_limit():
+    # n is a data-set size in a closed form, not a depth: no maximum
+    assert A.infinite_depth_kappa(10**12) == (10**12 + 3) / 3

@@ -61,7 +61,7 @@ def test_symmetric_ntk_splits_into_odd_and_even_blocks():
         assert relu["rank"] == n and relu["even_block_rank"] == n // 2
         assert relu["first_layer_pair_abs_cos_max"] == 0.0
     # Leaky α at depth 1: E[σ'(u)σ'(−u)] / E[σ'(u)²] = α / ((1 + α²)/2) = 0.8 for α = 0.5.
-    assert rows[(1, "leaky:0.5")]["first_layer_pair_abs_cos_max"] == pytest.approx(0.8, rel=1e-12)
+    assert rows[(1, "leaky:0.5")]["first_layer_pair_abs_cos_max"] == pytest.approx(0.8, rel=1e-12, abs=0)
     # Width 512: exactly −α-scaled pairs, 0 for ReLU and −1 for the linear net.
     finite = r.summary["finite_width_first_layer_pair_cos"]
     assert finite["relu"] == {"min": 0.0, "max": 0.0}

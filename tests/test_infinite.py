@@ -37,8 +37,8 @@ def test_kernels_match_extended_precision(digits_batch, activation, depth):
     N = infinite_nngp(x, depth=depth, activation=activation)
     for i, j in _sample_pairs(40, 12, seed=depth):
         nngp, ntk, _ = ref.kernels(x[i], x[j], depth, SLOPE[activation])
-        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12)
-        assert N[i, j] == pytest.approx(float(nngp), rel=1e-12)
+        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12, abs=0)
+        assert N[i, j] == pytest.approx(float(nngp), rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=["relu", "linear", "leaky0.2"])
@@ -60,7 +60,7 @@ def test_real_mnist_kernels_extended_precision(mnist_batch):
         K = infinite_ntk(x, depth=depth)
         for i, j in _sample_pairs(24, 8, seed=depth):
             _, ntk, _ = ref.kernels(x[i], x[j], depth, 0.0)
-            assert K[i, j] == pytest.approx(float(ntk), rel=1e-12)
+            assert K[i, j] == pytest.approx(float(ntk), rel=1e-12, abs=0)
 
 
 def test_linear_ntk_is_gram_times_depth(digits_batch):
@@ -71,7 +71,7 @@ def test_linear_ntk_is_gram_times_depth(digits_batch):
         assert np.allclose(infinite_ntk(x, depth=depth, activation="linear"), (depth + 1) * G,
                            rtol=1e-14, atol=1e-14 * np.abs(G).max())
         kappa = conditioning(infinite_ntk(x, depth=depth, activation="linear")).kappa_eff
-        assert kappa == pytest.approx(conditioning(G).kappa_eff, rel=1e-6)
+        assert kappa == pytest.approx(conditioning(G).kappa_eff, rel=1e-6, abs=0)
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=["relu", "linear", "leaky0.2"])
@@ -102,7 +102,7 @@ def test_first_layer_only_matches_extended_precision(digits_batch):
     K = infinite_ntk(x, depth=6, trainable="first")
     for i, j in _sample_pairs(12, 6):
         _, ntk, _ = ref.kernels(x[i], x[j], 6, 0.0, trainable={0})
-        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12)
+        assert K[i, j] == pytest.approx(float(ntk), rel=1e-12, abs=0)
 
 
 def test_cross_kernel_is_block_of_full_kernel(digits_batch):
@@ -144,9 +144,9 @@ def test_tiny_angles_need_the_data_route():
     x[4] = x[1] + 1e-7 * np.linalg.norm(x[1]) * rng.standard_normal(30) / np.sqrt(30)
     for activation, slope in (("relu", 0.0), ("linear", 1.0)):
         exact = float(ref.gradient_angle(x[1], x[4], 3, slope))
-        assert gradient_angles(x, depth=3, activation=activation)[1, 4] == pytest.approx(exact, rel=1e-12)
+        assert gradient_angles(x, depth=3, activation=activation)[1, 4] == pytest.approx(exact, rel=1e-12, abs=0)
         assert smallest_gradient_angle(x, depth=3, activation=activation) == (
-            pytest.approx(exact, rel=1e-12), 1, 4)
+            pytest.approx(exact, rel=1e-12, abs=0), 1, 4)
     kernel_route = pairwise_angles(infinite_ntk(x, depth=3, activation="linear"))[1, 4]
     assert abs(kernel_route - exact) / exact > 1e-4  # measured: several percent
 
@@ -160,7 +160,7 @@ def test_input_angles_near_zero_and_pi():
         y = np.cos(t) * v / np.linalg.norm(v) + np.sin(t) * w / np.linalg.norm(w)
         for other, expected in ((y, ref.input_angle(v, y)), (-y, ref.input_angle(v, -y))):
             got = input_angles(v[None], other[None])[0, 0]
-            assert got == pytest.approx(float(expected), rel=1e-13)
+            assert got == pytest.approx(float(expected), rel=1e-13, abs=0)
 
 
 def test_agreement_with_neural_tangents(digits_batch):
@@ -191,7 +191,7 @@ def test_agreement_with_neural_tangents(digits_batch):
                 # κ_eff agrees to about the same relative level times κ's sensitivity
                 if depth in (1, 10):
                     k_nt = conditioning(np.asarray(k.ntk)).kappa_eff
-                    assert k_nt == pytest.approx(conditioning(ntk).kappa_eff, rel=1e-5)
+                    assert k_nt == pytest.approx(conditioning(ntk).kappa_eff, rel=1e-5, abs=0)
 
 
 @pytest.mark.parametrize(
@@ -213,3 +213,46 @@ def test_agreement_with_neural_tangents(digits_batch):
 def test_bad_inputs(digits_batch, call, err, match):
     with pytest.raises(err, match=match):
         call(digits_batch)
+
+
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda x: infinite_ntk(x, depth=True), TypeError, r"infinite_ntk: expected an integer depth, got True"),
+        (lambda x: infinite_nngp(x, depth=np.True_), TypeError,
+         r"infinite_nngp: expected an integer depth, got np.True_"),
+        (lambda x: gradient_angles(x, depth=2.5), TypeError, r"gradient_angles: expected an integer depth, got 2.5"),
+        (lambda x: infinite_ntk(x, depth=1, trainable=[1.5]), TypeError,
+         r"infinite_ntk: expected trainable 'all', 'first', 'last' or integer layer indices, "
+         r"got 1.5 \(float\) in \[1.5\]"),
+        (lambda x: infinite_ntk(x, depth=1, trainable=["1"]), TypeError,
+         r"infinite_ntk: expected trainable .* integer layer indices, got '1' \(str\) in \['1'\]"),
+        (lambda x: gradient_angles(x, depth=2, trainable=[True]), TypeError,
+         r"gradient_angles: expected trainable .* integer layer indices, got True \(bool\)"),
+        (lambda x: infinite_ntk(x, depth=10**12), ValueError,
+         r"infinite_ntk: expected depth <= 1000000 \(the recursion costs depth passes over every "
+         r"pair; .*\), got 1000000000000$"),
+        (lambda x: smallest_gradient_angle(x, depth=1e300), ValueError,
+         r"smallest_gradient_angle: expected depth <= 1000000 .*, got 1e\+300$"),
+        (lambda x: depth_sweep(x, 5), TypeError,
+         r"depth_sweep: expected depths as an iterable of integers \(e.g. \[0, 1, 5\] or range\(11\)\), got 5"),
+        (lambda x: depth_sweep(x, "5"), TypeError, r"depth_sweep: expected depths as an iterable .*got '5'"),
+        (lambda x: depth_sweep(x, [1, 2.5]), TypeError, r"depth_sweep: expected an integer depth, got 2.5"),
+        (lambda x: depth_sweep(x, [3], trainable=[0.5]), TypeError,
+         r"depth_sweep: expected trainable .* integer layer indices, got 0.5 \(float\)"),
+    ],
+)
+def test_bad_depths_and_trainable_are_type_and_value_errors(digits_batch, call, err, match):
+    # bools and fractional numbers were taken as layers (depth=True as 1, trainable=[1.5] as
+    # layer 1), strings were accepted, and huge depths died with MemoryError or OverflowError.
+    # depth_sweep fails when called, not when iterated.
+    with pytest.raises(err, match=match):
+        call(digits_batch[:4])
+
+
+def test_integral_floats_and_numpy_ints_are_still_depths(digits_batch):
+    x = digits_batch[:5]
+    ref_k = infinite_ntk(x, depth=2, trainable=[0, 2])
+    assert np.array_equal(infinite_ntk(x, depth=2.0, trainable=np.array([0, 2])), ref_k)
+    assert np.array_equal(infinite_ntk(x, depth=np.int64(2), trainable=(np.int32(0), 2)), ref_k)
+    assert [it.depth for it in depth_sweep(x, range(3))] == [0, 1, 2]

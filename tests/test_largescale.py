@@ -95,3 +95,26 @@ def test_bad_input(digits):
         blockwise_ntk(digits[:10], depths=[1], block=0)
     with pytest.raises(ValueError, match="1 <= k < n/2"):
         matrix_free_conditioning(digits[:10], depth=1, k=8)
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda x: exact_conditioning(x, depths=[1], rtol=-1), ValueError,
+     r"^exact_conditioning: expected rtol >= 0 and finite, got -1$"),
+    (lambda x: exact_conditioning(x, depths=[1], rtol=float("nan")), ValueError,
+     r"^exact_conditioning: expected rtol >= 0 and finite, got nan$"),
+    (lambda x: exact_conditioning(x, depths=[1], atol="0"), TypeError,
+     r"^exact_conditioning: expected atol as a real number >= 0 or None, got '0'$"),
+    (lambda x: matrix_free_conditioning(x, depth=1, rtol=float("inf")), ValueError,
+     r"^matrix_free_conditioning: expected rtol >= 0 and finite, got inf$"),
+    (lambda x: exact_conditioning(x * 1e200, depths=[1]), ValueError,
+     r"^exact_conditioning: expected kernel entries within float64's range, got ‖x‖²/d from "
+     r"inf to inf; rescale x \(κ is scale-invariant"),
+    (lambda x: blockwise_ntk(x * 1e-170, depths=[1]), ValueError,
+     r"^blockwise_ntk: expected kernel entries within float64's range, got ‖x‖²/d from 0 to "),
+    (lambda x: exact_conditioning(x, depths=5), TypeError,
+     r"^exact_conditioning: expected depths as an iterable of integers .*got 5$"),
+])
+def test_bad_tolerances_and_scales(digits, call, err, match):
+    # rtol = -1 or NaN was accepted with a cutoff of 0; rows of norm 1e200 gave an inf kernel.
+    with pytest.raises(err, match=match):
+        call(digits[:20])

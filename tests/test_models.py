@@ -71,6 +71,11 @@ def test_mlp_bad_inputs():
         ntkcond.mlp(2, [4, 5, 6])
     with pytest.raises(TypeError, match="int or a sequence of ints, got 2.5"):
         ntkcond.mlp(1, 2.5)
+    # depth=True was a 1-layer net; 10**12 layers died with MemoryError
+    with pytest.raises(TypeError, match=r"^mlp: expected an integer depth, got True$"):
+        ntkcond.mlp(True, 8)
+    with pytest.raises(ValueError, match=r"^mlp: expected depth <= 1000000 .*, got 1000000000000$"):
+        ntkcond.mlp(10**12, 8)
     net = ntkcond.mlp(1, 4)
     params = net.init(jax.random.PRNGKey(0), 3)
     with pytest.raises(ValueError, match=r"MLP.apply: expected params of shapes \[\(2, 4\), \(4, 1\)\] "

@@ -32,9 +32,9 @@ def test_prescribed_spectrum(n, kappa):
     # λ_min has relative error ≲ n·eps·κ; allow 10x that.
     tol = 10 * n * EPS * kappa
     assert cond.rank == n
-    assert cond.kappa_eff == pytest.approx(kappa, rel=tol)
+    assert cond.kappa_eff == pytest.approx(kappa, rel=tol, abs=0)
     assert cond.kappa == cond.kappa_eff
-    assert cond.lambda_max == pytest.approx(1.0, rel=10 * n * EPS)
+    assert cond.lambda_max == pytest.approx(1.0, rel=10 * n * EPS, abs=0)
     assert not cond.precision_limited
 
 
@@ -45,8 +45,8 @@ def test_effective_condition_number_skips_exact_zeros():
     assert cond.rank == 6
     assert cond.kappa == np.inf
     # the nonzero part is resolved to O(n·eps·λ_max)/λ_min relative (see above)
-    assert effective_condition_number(K) == pytest.approx(8.0, rel=100 * 10 * EPS * 8)
-    assert cond.cutoff == pytest.approx(10 * EPS * 4.0, rel=1e-12)
+    assert effective_condition_number(K) == pytest.approx(8.0, rel=100 * 10 * EPS * 8, abs=0)
+    assert cond.cutoff == pytest.approx(10 * EPS * 4.0, rel=1e-12, abs=0)
 
 
 def test_gram_with_more_points_than_dimensions():
@@ -59,7 +59,7 @@ def test_gram_with_more_points_than_dimensions():
     assert cond.rank == 30
     assert cond.kappa == np.inf
     # eigvalsh of G loses eps·κ(G) ~ 2e-16·1e4 relative on λ_d; allow 100x.
-    assert cond.kappa_eff == pytest.approx((s[0] / s[-1]) ** 2, rel=100 * EPS * (s[0] / s[-1]) ** 2)
+    assert cond.kappa_eff == pytest.approx((s[0] / s[-1]) ** 2, rel=100 * EPS * (s[0] / s[-1]) ** 2, abs=0)
 
 
 def test_duplicate_inputs_reduce_rank():
@@ -71,7 +71,7 @@ def test_duplicate_inputs_reduce_rank():
     # duplicating rows changes the nonzero spectrum, but not the rank; exact spectrum from SVD:
     s_dup = np.linalg.svd(Xdup, compute_uv=False)[:12]
     assert effective_condition_number(Xdup @ Xdup.T) == pytest.approx(
-        (s_dup[0] / s_dup[-1]) ** 2, rel=1e-10)
+        (s_dup[0] / s_dup[-1]) ** 2, rel=1e-10, abs=0)
     assert conditioning(X @ X.T).rank == 12 and s.size == 12
 
 
@@ -83,11 +83,11 @@ def test_one_by_one():
 
 def test_cutoffs():
     K = prescribed([1.0, 1e-3, 1e-8], seed=2)
-    assert effective_condition_number(K) == pytest.approx(1e8, rel=1e-6)
-    assert effective_condition_number(K, rtol=1e-6) == pytest.approx(1e3, rel=1e-9)
+    assert effective_condition_number(K) == pytest.approx(1e8, rel=1e-6, abs=0)
+    assert effective_condition_number(K, rtol=1e-6) == pytest.approx(1e3, rel=1e-9, abs=0)
     assert effective_condition_number(K, atol=1e-2) == 1.0
-    # τ = max(atol, rtol·λmax)
-    assert conditioning(K, rtol=1e-6, atol=1e-9).cutoff == pytest.approx(1e-6)
+    # τ = max(atol, rtol·λmax), λmax = 1 to ~n·eps (``prescribed``)
+    assert conditioning(K, rtol=1e-6, atol=1e-9).cutoff == pytest.approx(1e-6, rel=1e-14, abs=0)
 
 
 def test_float32_kernel_is_flagged():
@@ -121,8 +121,8 @@ def test_scale_and_permutation_invariance(scale, seed, n):
     # Scaling by a float multiplies every entry with one rounding (relative eps); permuting is
     # exact. eigvalsh's error on λ_min is O(n·eps·λ_max), i.e. relative n·eps·κ on κ.
     tol = 20 * n * EPS * base
-    assert effective_condition_number(scale * K) == pytest.approx(base, rel=tol)
-    assert effective_condition_number(K[np.ix_(perm, perm)]) == pytest.approx(base, rel=tol)
+    assert effective_condition_number(scale * K) == pytest.approx(base, rel=tol, abs=0)
+    assert effective_condition_number(K[np.ix_(perm, perm)]) == pytest.approx(base, rel=tol, abs=0)
     a = pairwise_angles(K)
     assert np.allclose(pairwise_angles(K[np.ix_(perm, perm)]), a[np.ix_(perm, perm)], rtol=0, atol=1e-12)
 
@@ -145,7 +145,7 @@ def test_smallest_pairwise_angle_finds_planted_pair():
     X[37] = X[11] + 1e-3 * rng.standard_normal(20)
     angle, i, j = smallest_pairwise_angle(X @ X.T)
     assert (i, j) == (11, 37)
-    assert angle == pytest.approx(input_angles(X)[11, 37], rel=1e-6)
+    assert angle == pytest.approx(input_angles(X)[11, 37], rel=1e-6, abs=0)
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_bad_kernels(K, match):
 
 
 def test_bad_types_and_tolerances():
-    with pytest.raises(TypeError, match="real floating-point"):
+    with pytest.raises(TypeError, match="conditioning: expected a real matrix .*got dtype complex128"):
         conditioning(np.eye(2, dtype=complex))
     with pytest.raises(TypeError, match="2-D array"):
         conditioning("K")
@@ -193,3 +193,144 @@ def test_zero_norm_row_rejected():
         smallest_pairwise_angle(K)
     with pytest.raises(ValueError, match="n >= 2"):
         smallest_pairwise_angle([[1.0]])
+
+
+# --- scale invariance (issue 14) ------------------------------------------------------------
+
+
+def integer_kernel(n=6, seed=0):
+    """X Xᵀ + I with small integer X: exact in float64 and under any power-of-two scaling."""
+    X = np.random.default_rng(seed).integers(-3, 4, (n, 4)).astype(float)
+    return X @ X.T + np.eye(n)
+
+
+def test_huge_entries_do_not_overflow():
+    # (K + Kᵀ) of diag(1e308, 1e308) overflowed to inf: lambda_max was nan.
+    c = conditioning(np.diag([1e308, 1e308]))
+    assert (c.lambda_max, c.lambda_min_nonzero, c.kappa_eff, c.kappa, c.rank) == (1e308, 1e308, 1.0, 1.0, 2)
+    # eigenvalues beyond float64 are reported as inf (docstring); κ, rank are still exact
+    c = conditioning(1e308 * np.ones((2, 2)))
+    assert c.lambda_max == np.inf and c.eigenvalues[0] == 0.0
+    assert (c.kappa_eff, c.rank, c.kappa) == (1.0, 1, np.inf)
+
+
+def test_subnormal_kernels_are_exact():
+    # 1e-320·K was off by 5e-4 in κ or rejected as not PSD (eigvalsh on subnormals). A kernel
+    # of subnormal entries is scaled up by a power of two (exact) first.
+    K = integer_kernel()
+    exact = conditioning(K)
+    tiny = conditioning(K * 2.0**-1070)  # entries k·2^-1070: exact subnormals
+    assert (tiny.kappa_eff, tiny.kappa, tiny.rank) == (exact.kappa_eff, exact.kappa, exact.rank)
+    assert np.array_equal(tiny.eigenvalues, np.ldexp(exact.eigenvalues, -1070))  # rounded there
+    # 1e-320·K rounds its entries to the subnormal grid (relative 2^-1074/1e-320 ≈ 5e-4): the
+    # matrix given is analysed exactly, as the same matrix scaled up by 2^1000 would be.
+    K320 = 1e-320 * K
+    assert conditioning(K320).kappa_eff == conditioning(K320 * 2.0**1000).kappa_eff
+
+
+@pytest.mark.parametrize("c", [2.0**600, 1e160, 1e300, 1e-160, 1e-300, 2.0**-1000])
+def test_pairwise_angles_are_scale_invariant(c):
+    # NaN for c ≥ 1e160 (K² overflowed) and wrong for c ≤ 1e-160 (underflowed) before.
+    K = integer_kernel()
+    A = pairwise_angles(K)
+    got = pairwise_angles(c * K)
+    if np.log2(c).is_integer():
+        assert np.array_equal(got, A)  # powers of two change no bit
+    else:
+        # c·K rounds each entry (eps relative): angles ≥ 0.3 rad here move by ≲ 10 eps
+        assert np.min(A[~np.eye(6, dtype=bool)]) > 0.3
+        np.testing.assert_allclose(got, A, rtol=1e-14, atol=0)
+    assert smallest_pairwise_angle(c * K)[1:] == smallest_pairwise_angle(K)[1:]
+
+
+def test_pairwise_angles_rounding_level_excess_is_zero_angle():
+    # |K_01| above √(K_00 K_11) by an ulp is rounding (a duplicated input): angle 0, not an error
+    K = np.array([[1.0, np.nextafter(1.0, 2.0)], [np.nextafter(1.0, 2.0), 1.0]])
+    assert pairwise_angles(K)[0, 1] == 0.0
+
+
+# --- validation (issue 14) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: pairwise_angles([[1.0, 0.5], [0.4, 1.0]]), ValueError,
+     r"pairwise_angles: expected a symmetric matrix, got \|K\[0,1\] - K\[1,0\]\| = 0.1"),
+    (lambda: smallest_pairwise_angle([[1.0, 0.5], [0.4, 1.0]]), ValueError,
+     r"smallest_pairwise_angle: expected a symmetric matrix, got \|K\[0,1\] - K\[1,0\]\| = 0.1"),
+    (lambda: pairwise_angles([[1.0, 2.0], [2.0, 1.0]]), ValueError,
+     r"pairwise_angles: expected \|K\[i,j\]\| <= sqrt\(K\[i,i\]\*K\[j,j\]\) \(a Gram matrix.*"
+     r"got \|K\[0,1\]\| = 2 > sqrt\(K\[0,0\]\*K\[1,1\]\) = 1"),
+    (lambda: smallest_pairwise_angle([[4.0, -2.5], [-2.5, 1.0]]), ValueError,
+     r"smallest_pairwise_angle: expected \|K\[i,j\]\| <= sqrt.*got \|K\[0,1\]\| = 2.5 > .* = 2"),
+    (lambda: conditioning(np.eye(2), rtol="1e-3"), TypeError,
+     r"conditioning: expected rtol as a real number >= 0 or None, got '1e-3'"),
+    (lambda: conditioning(np.eye(2), atol=True), TypeError,
+     r"conditioning: expected atol as a real number >= 0 or None, got True"),
+    (lambda: conditioning(np.eye(2), rtol=float("nan")), ValueError,
+     r"conditioning: expected rtol >= 0 and finite, got nan"),
+    (lambda: effective_condition_number(np.eye(2), atol=-1e-3), ValueError,
+     r"conditioning: expected atol >= 0 and finite, got -0.001"),
+    (lambda: conditioning(np.eye(2), dtype="foo"), TypeError,
+     r"conditioning: expected dtype as a floating-point dtype \(float16, bfloat16, float32, "
+     r"float64\) or None, got 'foo'"),
+    (lambda: conditioning(np.eye(2), dtype=np.int32), TypeError,
+     r"conditioning: expected dtype as a floating-point dtype .*got <class 'numpy.int32'>"),
+    (lambda: conditioning(np.eye(2), dtype="1e-3"), TypeError,
+     r"conditioning: expected dtype as a floating-point dtype .*got '1e-3'"),
+    (lambda: conditioning(np.eye(3, dtype=np.complex64)), TypeError,
+     r"conditioning: expected a real matrix \(integer or floating dtype.*\), got dtype complex64"),
+])
+def test_bad_arguments_name_function_expectation_and_value(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def float16_indefinite(n=512, seed=0):
+    """Eigenvalues 1 … 0.01 and one of −0.4, stored in float16."""
+    q = orthogonal(n, np.random.default_rng(seed))
+    lam = np.r_[np.linspace(1.0, 0.01, n - 1), -0.4]
+    return ((q * lam) @ q.T).astype(np.float16)
+
+
+def test_low_precision_psd_tolerance_is_capped():
+    # The old floor n·eps·λmax was 0.5·λmax for float16 at n = 512: an eigenvalue of −0.4·λmax
+    # passed as rounding. Now −max(τ, eps·‖K‖_F, min(n·eps, 0.01)·λmax) ≈ −0.013·λmax here.
+    K16 = float16_indefinite()
+    for K, dtype in ((K16, None), (K16.astype(np.float64), np.float16)):
+        with pytest.raises(ValueError, match=r"conditioning: expected a positive semi-definite "
+                                             r"matrix, got eigenvalue -0.(4|39)\d* < -0.01\d* .*float16"):
+            conditioning(K, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_low_precision_kernels_keep_their_rounding_noise(dtype):
+    # A rank-deficient Gram matrix stored in float16/bfloat16: its 48 zero eigenvalues become
+    # noise of either sign, bounded by ‖δK‖₂ ≤ eps/2·‖K‖_F (storage rounding), which the rule
+    # tolerates; the result is flagged as precision-limited.
+    import ml_dtypes  # noqa: F401  (registers "bfloat16"; installed with jax)
+
+    X = np.random.default_rng(2).standard_normal((64, 16))
+    K = (X @ X.T).astype(dtype)
+    c = conditioning(K)
+    eps = 2.0**-10 if dtype is np.float16 else 2.0**-7
+    assert c.dtype == np.dtype(dtype).name and c.precision_limited
+    assert c.eigenvalues[0] < 0  # there is noise below zero, and it was accepted
+    assert c.rank <= 64 and c.kappa_eff >= 1
+    assert -c.eigenvalues[0] <= eps * np.sqrt(np.sum(c.eigenvalues**2))
+
+
+def test_repr_is_short_and_leads_with_the_answer():
+    # It printed the whole eigenvalue array: 10,000 characters at n = 512.
+    lam = np.r_[np.geomspace(1e3, 1.0, 500), np.zeros(12)]
+    c = conditioning(prescribed(lam, seed=8))
+    text = repr(c)
+    assert len(text) < 300 and "\n" not in text and str(c) == text
+    keys = ["kappa_eff=", "lambda_max=", "lambda_min_nonzero=", "rank=500/512",
+            "precision_limited=False", "dtype='float64'", "eigenvalues=<512 in ["]
+    positions = [text.index(k) for k in keys]
+    assert positions == sorted(positions) and text.startswith("Conditioning(kappa_eff=")
+    assert f"kappa_eff={c.kappa_eff:.6g}," in text and f"lambda_max={c.lambda_max:.6g}," in text
+    lo, hi = text.split("eigenvalues=<512 in [")[1].rstrip("])>").split(", ")
+    # the range is printed with 4 significant digits: relative rounding ≤ 5e-4
+    assert float(lo) == pytest.approx(c.eigenvalues[0], rel=1e-3, abs=0)
+    assert float(hi) == pytest.approx(c.eigenvalues[-1], rel=1e-3, abs=0)

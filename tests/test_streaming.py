@@ -3,8 +3,8 @@
 Tolerance: 1e-12 relative. Both routes evaluate the same recursion on input angles that agree
 to the last bits: a blocked Gram product can differ from the full one by an ulp, moving θ₀ by
 ≲ 1e-16/sin θ₀ ≤ 1e-15 (θ₀ ≥ 0.1 rad off the refined band), and the recursion is
-well-conditioned (angles eq. (4)); near 0 and π both routes use Kahan's formula on the same
-unit rows, bit for bit. The pair is checked by its brute-force angle (near-ties may pick
+well-conditioned (angles eq. (4)); near 0 and π both routes use the exact route
+(``geometry.exact_angles``) on the same rows and pairs, bit for bit. The pair is checked by its brute-force angle (near-ties may pick
 either of two pairs whose angles agree to ~1e-16).
 """
 import json
@@ -43,7 +43,7 @@ def planted(rng, n=90, d=12):
     """Gaussian inputs with near-parallel (1e-9 rad), exactly parallel and anti-parallel pairs."""
     x = rng.standard_normal((n, d))
     x[40] = x[7] + 1e-9 * rng.standard_normal(d)  # θ₀ ≈ 1e-9/‖x‖
-    x[61] = 3.0 * x[12]  # parallel: θ₀ = 0 up to rounding of the normalisation
+    x[61] = 3.0 * x[12]  # parallel but for the rounding of 3·x: θ₀ ~ 1e-17
     x[75] = -x[20] + 1e-6 * rng.standard_normal(d)  # θ₀ ≈ π − 1e-6
     x[80] = x[33] + 0.03 * rng.standard_normal(d)  # inside the refined band
     return x
@@ -172,4 +172,4 @@ def test_finite_width_streaming_from_empirical_features(trainable, x64):
     expected = ntkcond.smallest_pairwise_angle(K)
     # same pair; the angle from blockwise vs whole-matrix contractions differs by rounding only
     assert got[1:] == expected[1:]
-    assert got[0] == pytest.approx(expected[0], rel=1e-9)
+    assert got[0] == pytest.approx(expected[0], rel=1e-9, abs=0)

@@ -2,20 +2,40 @@
 message names the calling function (``where``), what was expected and what was got."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 
-def as_depth(depth, where: str, name: str = "depth") -> int:
-    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
-        if isinstance(depth, numbers.Real) and float(depth).is_integer():
+#: Largest depth (number of hidden layers) accepted. The recursion of ``ntkcond.infinite`` has
+#: no shortcut: it costs L passes over every pair (measured: ~20 s per million layers for a
+#: single pair, ~12 hours for a 512-row batch), its rounding grows like L·eps (~1e-9 relative
+#: at 10⁶ layers),
+#: and the L → ∞ limits are closed forms (``angles.relu_infinite_depth_angle``,
+#: ``angles.infinite_depth_kappa``). A finite net of 10⁶ layers is beyond any use too.
+MAX_DEPTH = 10**6
+
+
+def as_depth(depth, where: str, name: str = "depth", maximum: int | None = MAX_DEPTH) -> int:
+    """A non-negative integer (ints, numpy ints, and floats with an integer value such as 3.0);
+    TypeError for bools, strings and fractional numbers; ValueError below 0 or above
+    ``maximum`` (None: no maximum)."""
+    if isinstance(depth, (bool, np.bool_)) or not isinstance(depth, numbers.Integral):
+        if (isinstance(depth, numbers.Real) and not isinstance(depth, (bool, np.bool_))
+                and math.isfinite(depth) and float(depth).is_integer()):
             depth = int(depth)
         else:
             raise TypeError(f"{where}: expected an integer {name}, got {depth!r}")
     depth = int(depth)
     if depth < 0:
         raise ValueError(f"{where}: expected {name} >= 0, got {depth}")
+    if maximum is not None and depth > maximum:
+        shown = f"{float(depth):.3g}" if depth >= 10**15 else str(depth)
+        raise ValueError(
+            f"{where}: expected {name} <= {maximum} (the recursion costs {name} passes over every "
+            f"pair; beyond, use the closed-form infinite-depth limits), got {shown}"
+        )
     return depth
 
 
@@ -38,14 +58,22 @@ def resolve_trainable(trainable, depth: int, where: str = "resolve_trainable") -
         raise ValueError(
             f"{where}: expected trainable 'all', 'first', 'last' or layer indices, got {trainable!r}"
         )
-    if isinstance(trainable, numbers.Integral) and not isinstance(trainable, bool):
+    if isinstance(trainable, numbers.Integral) and not isinstance(trainable, (bool, np.bool_)):
         trainable = (trainable,)
     try:
-        layers = sorted({int(i) for i in trainable})
-    except (TypeError, ValueError):
+        items = list(trainable)
+    except TypeError:
         raise TypeError(
-            f"{where}: expected trainable 'all', 'first', 'last' or layer indices, got {trainable!r}"
+            f"{where}: expected trainable 'all', 'first', 'last' or integer layer indices, "
+            f"got {trainable!r}"
         ) from None
+    for i in items:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, numbers.Integral):
+            raise TypeError(
+                f"{where}: expected trainable 'all', 'first', 'last' or integer layer indices, "
+                f"got {i!r} ({type(i).__name__}) in {trainable!r}"
+            )
+    layers = sorted({int(i) for i in items})
     if not layers or layers[0] < 0 or layers[-1] > depth:
         raise ValueError(
             f"{where}: expected a nonempty set of layer indices in [0, {depth}] "
@@ -88,7 +116,16 @@ def as_pair(x1, x2, where: str):
 
 def sweep_layers(depths, trainable, where: str):
     """(sorted depths, ``layers`` argument of ``gradient_recursion``) for a depth sweep."""
-    depths = sorted({as_depth(L, where) for L in depths})
+    try:
+        if isinstance(depths, (str, bytes)):
+            raise TypeError
+        items = list(depths)
+    except TypeError:
+        raise TypeError(
+            f"{where}: expected depths as an iterable of integers (e.g. [0, 1, 5] or range(11)), "
+            f"got {depths!r}"
+        ) from None
+    depths = sorted({as_depth(L, where) for L in items})
     if not depths:
         raise ValueError(f"{where}: expected at least one depth, got none")
     if isinstance(trainable, str) and trainable.lower() == "last":

@@ -25,11 +25,18 @@ def available_memory() -> int:
         return 1 << 62  # unknown: do not refuse
 
 
-def check_memory(needed: int, what: str, memory_limit, where: str) -> None:
+MATRIX_FREE_ROUTE = (
+    "use the matrix-free route ntkcond.matrix_free_conditioning (memory O(n·block)), a "
+    "smaller n, or fewer depths at once"
+)
+
+
+def check_memory(needed: int, what: str, memory_limit, where: str, alternative: str = MATRIX_FREE_ROUTE) -> None:
+    """Raise ``InsufficientMemoryError`` if ``needed`` bytes exceed ``memory_limit`` (default:
+    the available memory); the message names ``where``, ``what``, both sizes and ``alternative``."""
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if needed > limit:
         raise InsufficientMemoryError(
             f"{where}: {what} needs {needed / 2**30:.2f} GiB but only {limit / 2**30:.2f} GiB is "
-            "available; use the matrix-free route ntkcond.matrix_free_conditioning "
-            "(memory O(n·block)), a smaller n, or fewer depths at once"
+            f"available; {alternative}"
         )

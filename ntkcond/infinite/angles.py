@@ -174,7 +174,7 @@ def relu_infinite_depth_angle() -> float:
 
 def infinite_depth_kappa(n: int) -> float:
     """κ of ¾I + ¼·11ᵀ (n × n), the L → ∞ normalised ReLU NTK, eq. (6): (n + 3)/3."""
-    n = as_depth(n, "infinite_depth_kappa", "n")
+    n = as_depth(n, "infinite_depth_kappa", "n", maximum=None)
     if n < 1:
         raise ValueError(f"infinite_depth_kappa: expected n >= 1, got {n}")
     return (n + 3.0) / 3.0

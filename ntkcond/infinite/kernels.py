@@ -18,8 +18,10 @@ scale and the angle recursion of ``ntkcond.angles``:
 depth; for linear nets NTK = (L + 1)·G/d with G = XXᵀ, so κ does not change with depth.
 
 Precision: input angles come from the normalised Gram matrix, and pairs within 0.1 rad of 0
-or π are recomputed as θ = 2 atan2(‖x̂ − x̂'‖, ‖x̂ + x̂'‖) (Kahan), so angles keep full relative
-precision down to 1e-150 rad; the recursion never calls arccos.
+or π are recomputed exactly from the original (unnormalised) rows (``geometry`` eq. (1)), so
+input angles are exact for the float64 data (~1e-15 relative near 0 and π, at any angle and
+any row scale) and the recursion, which never calls arccos, keeps that precision in the kernels
+and gradient angles.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
 from ..activations import parse_activation
 from ..spectrum import argmin_upper
 from ._recursion import angle_from, gradient_recursion
-from .geometry import pair_geometry
+from .geometry import PAIR_ARRAYS, check_scale, pair_geometry
 
 __all__ = [
     "infinite_nngp",
@@ -61,6 +63,7 @@ def infinite_nngp(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
     act = parse_activation(activation)
     depth = as_depth(depth, "infinite_nngp")
     angle, cos, scale = pair_geometry(x1, x2, "infinite_nngp")
+    check_scale(scale, "infinite_nngp")
     _, cos_l, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, "last"))
     return scale * cos_l
 
@@ -85,6 +88,7 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all")
     depth = as_depth(depth, "infinite_ntk")
     layers = resolve_trainable(trainable, depth, "infinite_ntk")
     angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk")
+    check_scale(scale, "infinite_ntk")
     _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
     return scale * T
 
@@ -99,7 +103,8 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.nda
     """
     act = parse_activation(activation)
     depth = as_depth(depth, "infinite_ntk_layers")
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk_layers")
+    angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
+    check_scale(scale, "infinite_ntk_layers")
     out = np.empty((depth + 1,) + angle.shape)
     for i in range(depth + 1):
         _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, {i}))
@@ -112,7 +117,10 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
 
     Computed from the data with the angle-native recursion (``angles`` eq. (4)), so angles
     keep full relative precision where a kernel matrix cannot resolve them: at θ = 1e-6 rad,
-    1 − cos θ = 5e-13 has only ~4 significant digits in a float64 kernel.
+    1 − cos θ = 5e-13 has only ~4 significant digits in a float64 kernel. The input angles are
+    exact for the float64 rows (``geometry``: ~1e-15 relative near 0 and π, exactly 0 for rows
+    that are exact multiples of each other), and scale-invariant: rows of any finite nonzero
+    norm, 1e-300 or 1e300, give the same angles.
 
     Args:
       x1: (n1, d) inputs; x2: (n2, d), default x1.
@@ -121,10 +129,14 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
     Returns:
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
     """
+    return _gradient_angles(x1, x2, depth, activation, trainable, "gradient_angles")
+
+
+def _gradient_angles(x1, x2, depth, activation, trainable, where):
     act = parse_activation(activation)
-    depth = as_depth(depth, "gradient_angles")
-    layers = resolve_trainable(trainable, depth, "gradient_angles")
-    angle, cos, _ = pair_geometry(x1, x2, "gradient_angles")
+    depth = as_depth(depth, where)
+    layers = resolve_trainable(trainable, depth, where)
+    angle, cos, _ = pair_geometry(x1, x2, where)
     if act.is_linear:
         return angle
     _, _, R, Z, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
@@ -144,10 +156,11 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
     Returns:
       (angle in radians, i, j) with i < j.
     """
-    x = as_data(x, "smallest_gradient_angle", "x")
+    where = "smallest_gradient_angle"
+    x = as_data(x, where, "x")
     if x.shape[0] < 2:
-        raise ValueError(f"smallest_gradient_angle: expected n >= 2 rows, got shape {x.shape}")
-    phi = gradient_angles(x, depth=depth, activation=activation, trainable=trainable)
+        raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
+    phi = _gradient_angles(x, None, depth, activation, trainable, where)
     return argmin_upper(phi)
 
 
@@ -181,13 +194,24 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
-    return sweep_geometry(pair_geometry(x, None, "depth_sweep"), depths, activation, trainable)
+    parse_activation(activation)
+    depths, _ = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
+    return sweep_geometry(pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2), depths,
+                          activation, trainable)
 
 
 def sweep_geometry(geometry, depths, activation, trainable) -> Iterator[DepthKernel]:
-    """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations."""
+    """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations.
+
+    The arguments are checked when this is called, not when the first item is drawn.
+    """
     act = parse_activation(activation)
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")
+    check_scale(geometry[2], "depth_sweep")
+    return _sweep(geometry, depths, act, layers)
+
+
+def _sweep(geometry, depths, act, layers) -> Iterator[DepthKernel]:
     angle, cos, scale = geometry
     for L, T, R, Z, _ in gradient_recursion(angle, cos, depths, act, layers):
         phi = angle.copy() if act.is_linear else angle_from(R, Z)

@@ -59,10 +59,15 @@ def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan) -> dict:
     return out
 
 
-def numpy_angle_block(xh, r0, r1, c0, c1, plan: AnglePlan) -> dict:
-    """Candidates of the block rows r0:r1 × columns c0:c1 (only pairs i < j)."""
+def numpy_angle_block(xh, r0, r1, c0, c1, plan: AnglePlan, x=None) -> dict:
+    """Candidates of the block rows r0:r1 × columns c0:c1 (only pairs i < j).
+
+    ``x``: the rows xh was normalised from; with them the pairs near 0 or π are exact for the
+    data (``ntkcond.infinite.geometry.unit_geometry``).
+    """
     same = r0 == c0
-    angle, cos = unit_geometry(xh[r0:r1], xh[c0:c1], same)
+    raw = (None, None) if x is None else (x[r0:r1], x[c0:c1])
+    angle, cos = unit_geometry(xh[r0:r1], xh[c0:c1], same, *raw)
     valid = (np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])
     return block_candidates(angle, cos, valid, r0, c0, plan)
 
@@ -74,8 +79,10 @@ def merge_candidates(best: dict, cand: dict) -> None:
             best[key] = item
 
 
-def numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers):
-    """{L: K[r0:r1, c0:c1]} for every depth, as ``infinite_ntk`` computes each entry."""
-    angle, cos = unit_geometry(xh[r0:r1], xh[c0:c1], r0 == c0)
+def numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers, x=None):
+    """{L: K[r0:r1, c0:c1]} for every depth, as ``infinite_ntk`` computes each entry
+    (``x``: the rows xh was normalised from, as in ``numpy_angle_block``)."""
+    raw = (None, None) if x is None else (x[r0:r1], x[c0:c1])
+    angle, cos = unit_geometry(xh[r0:r1], xh[c0:c1], r0 == c0, *raw)
     scale = np.outer(norms[r0:r1], norms[c0:c1]) / d
     return {L: scale * T for L, T, _, _, _ in gradient_recursion(angle, cos, depths, act, layers)}

@@ -39,7 +39,7 @@ from .._core.checks import as_data, sweep_layers
 from .._core.memory import check_memory
 from ..activations import parse_activation
 from ..infinite.geometry import normalised_rows
-from ..spectrum import Conditioning, conditioning_from_eigenvalues
+from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .blocks import numpy_kernel_blocks
 
 __all__ = [
@@ -56,12 +56,27 @@ def _as_block(block, where):
     return int(block)
 
 
+def _check_kernel_range(norms, d, where):
+    """Kernel entries are ‖x‖‖x'‖/d times a factor in [−(L+1), L+1]: refuse rows whose
+    products leave float64's normal range (the kernel and its eigenvalues would be inf or 0)."""
+    with np.errstate(over="ignore", under="ignore"):
+        hi, lo = np.max(norms) ** 2 / d, np.min(norms) ** 2 / d
+    if not (np.isfinite(hi) and lo >= np.finfo(np.float64).tiny):
+        raise ValueError(
+            f"{where}: expected kernel entries within float64's range, got ‖x‖²/d from "
+            f"{lo:.3g} to {hi:.3g}; rescale x (κ is scale-invariant: scaling x by c scales every "
+            "eigenvalue by c²)"
+        )
+
+
 def _prepare(x, depths, activation, trainable, block, where):
     x = as_data(x, where, "x")
     act = parse_activation(activation)
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
-    return xh, norms, x.shape[1], act, depths, layers, _as_block(block, where)
+    _check_kernel_range(norms, x.shape[1], where)
+    # x is kept: the pairs near 0 or π get their angles exactly from it (``unit_geometry``)
+    return xh, norms, x.shape[1], act, depths, layers, _as_block(block, where), x
 
 
 def blockwise_ntk(
@@ -97,8 +112,12 @@ def blockwise_ntk(
     Raises:
       InsufficientMemoryError: the kernels (8n² bytes per depth) do not fit.
     """
-    where = "blockwise_ntk"
-    xh, norms, d, act, depths, layers, block = _prepare(x, depths, activation, trainable, block, where)
+    return _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
+                          "blockwise_ntk")
+
+
+def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit, where):
+    xh, norms, d, act, depths, layers, block, x = _prepare(x, depths, activation, trainable, block, where)
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
                   memory_limit, where)
@@ -106,12 +125,12 @@ def blockwise_ntk(
     if backend == "jax":
         from .sharded import ShardedKernelBlocks
 
-        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where).row
+        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where, x).row
     elif backend == "numpy":
         def rows(r0, r1):
             for c0 in range(r0, n, block):
                 c1 = min(n, c0 + block)
-                yield c0, c1, numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers)
+                yield c0, c1, numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers, x)
     else:
         raise ValueError(f"{where}: expected backend 'numpy' or 'jax', got {backend!r}")
     for r0 in range(0, n, block):
@@ -151,15 +170,16 @@ def exact_conditioning(
 
     Raises:
       InsufficientMemoryError: the kernels do not fit (the message names the matrix-free route).
+      TypeError, ValueError: bad data, depths or block; rtol or atol not a real number ≥ 0;
+        kernel entries ‖x‖²/d outside float64's normal range.
     """
     import scipy.linalg
 
     where = "exact_conditioning"
     n = as_data(x, where, "x").shape[0]
-    rtol = n * np.finfo(np.float64).eps if rtol is None else float(rtol)
-    atol = 0.0 if atol is None else float(atol)
-    kernels = blockwise_ntk(x, depths=depths, activation=activation, trainable=trainable,
-                            block=block, backend=backend, memory_limit=memory_limit)
+    rtol, atol = resolve_tolerances(rtol, atol, n, where)
+    kernels = _blockwise_ntk(x, depths, activation, trainable, block, backend, None, memory_limit,
+                             where)
     out = {}
     for L in sorted(kernels):
         K = kernels.pop(L)
@@ -205,8 +225,8 @@ class MatrixFreeConditioning:
 class _KernelOperator:
     """K·V for the infinite-width NTK without storing K: one blockwise pass per product."""
 
-    def __init__(self, xh, norms, d, act, depth, layers, block):
-        self.xh, self.norms, self.d, self.act = xh, norms, d, act
+    def __init__(self, xh, norms, d, act, depth, layers, block, x=None):
+        self.xh, self.norms, self.d, self.act, self.x = xh, norms, d, act, x
         self.depth, self.layers, self.block = depth, layers, block
         self.n = xh.shape[0]
         self.passes = 0
@@ -218,7 +238,7 @@ class _KernelOperator:
             for c0 in range(r0, n, b):
                 c1 = min(n, c0 + b)
                 K = numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, c0, c1, self.act,
-                                         [self.depth], self.layers)[self.depth]
+                                         [self.depth], self.layers, self.x)[self.depth]
                 yield r0, r1, c0, c1, K
 
     def matmat(self, V):
@@ -240,7 +260,7 @@ class _KernelOperator:
         for r0 in range(0, n, b):
             r1 = min(n, r0 + b)
             K = numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, r0, r1, self.act,
-                                     [self.depth], self.layers)[self.depth]
+                                     [self.depth], self.layers, self.x)[self.depth]
             w, Q = np.linalg.eigh(K)
             factors.append((r0, r1, Q, 1.0 / np.maximum(w, floor)))
 
@@ -296,15 +316,14 @@ def matrix_free_conditioning(
 
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    xh, norms, d, act, depths, layers, block = _prepare(x, [depth], activation, trainable, block, where)
+    xh, norms, d, act, depths, layers, block, x = _prepare(x, [depth], activation, trainable, block, where)
     n = xh.shape[0]
-    rtol = n * np.finfo(np.float64).eps if rtol is None else float(rtol)
-    atol = 0.0 if atol is None else float(atol)
+    rtol, atol = resolve_tolerances(rtol, atol, n, where)
     if act.is_linear:
         return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
     if not 1 <= k < n // 2:
         raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2}, got k = {k}")
-    op = _KernelOperator(xh, norms, d, act, depths[0], layers, block)
+    op = _KernelOperator(xh, norms, d, act, depths[0], layers, block, x)
     A = sla.LinearOperator((n, n), matvec=op.matmat, matmat=op.matmat, dtype=np.float64)
     rng = np.random.default_rng(seed)
     lam_max = float(sla.eigsh(A, k=1, which="LA", tol=lanczos_tol,

@@ -13,7 +13,8 @@ It runs unchanged on one CPU, several GPUs or a TPU slice:
     python scripts/min_angle.py --backend jax ...                                       # all GPUs/TPUs
 
 Pairs within 0.1 rad of 0 or π are flagged on the device (up to ``_REFINE_CAPACITY`` per block)
-and recomputed on the host in float64 with Kahan's formula and the numpy recursion, as in
+and recomputed on the host in float64, exactly from the original rows
+(``ntkcond.infinite.geometry.exact_angles``), with the numpy recursion, as in
 ``ntkcond.infinite``; a block with more flagged pairs is recomputed on the host whole.
 
 float64 is scoped with a context manager (``x64``), never switched on globally.
@@ -76,12 +77,13 @@ def device_mesh(devices=None):
 class ShardedAngleBlocks:
     """Block-row minima of ``streaming.AnglePlan`` targets, sharded over a device mesh."""
 
-    def __init__(self, xh, block, plan, *, devices=None, dtype="float64", where="sharding"):
+    def __init__(self, xh, block, plan, *, devices=None, dtype="float64", where="sharding", x=None):
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
         self.xh, self.block, self.plan, self.where = xh, block, plan, where
+        self.x = x  # the rows xh was normalised from: flagged pairs are exact from them
         self.n = xh.shape[0]
         self.mesh = device_mesh(_devices(devices, where))
         self.n_devices = self.mesh.devices.size
@@ -122,7 +124,7 @@ class ShardedAngleBlocks:
         ks, keys, first, second, flagged, count = res
         b, n = self.block, self.n
         if count > _REFINE_CAPACITY:  # too many near-parallel pairs: the whole block on the host
-            return numpy_angle_block(self.xh, r0, min(n, r0 + b), c0, min(n, c0 + b), self.plan)
+            return numpy_angle_block(self.xh, r0, min(n, r0 + b), c0, min(n, c0 + b), self.plan, self.x)
         cand = {}
         for t, key in enumerate(self.plan.targets):
             if not np.isfinite(keys[t]):
@@ -133,14 +135,15 @@ class ShardedAngleBlocks:
         if count:
             i, j = np.divmod(flagged[:count].astype(np.int64), b)
             rows, cols = r0 + i, c0 + j
-            _merge_refined(cand, self.xh, rows, cols, self.plan)
+            _merge_refined(cand, self.xh, rows, cols, self.plan, self.x)
         return cand
 
 
-def _merge_refined(cand, xh, rows, cols, plan):
-    """Exact float64 angles of flagged pairs (Kahan + numpy recursion), merged into ``cand``."""
+def _merge_refined(cand, xh, rows, cols, plan, x=None):
+    """Exact angles of flagged pairs (from the rows x when given, else Kahan on the unit rows;
+    ``ntkcond.infinite.geometry.kahan_angles``) and the numpy recursion, merged into ``cand``."""
 
-    angle = kahan_angles(xh, xh, rows, cols)
+    angle = kahan_angles(xh, xh, rows, cols, x, x)
     cos = np.cos(angle)
 
     def best_of(values):
@@ -190,12 +193,13 @@ def _device_block(xr, xc, r0, c0, *, n, plan):
 class ShardedKernelBlocks:
     """NTK blocks of one block row for several depths, sharded over a device mesh (float64)."""
 
-    def __init__(self, xh, norms, d, block, act, depths, layers, devices, where):
+    def __init__(self, xh, norms, d, block, act, depths, layers, devices, where, x=None):
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
         self.xh, self.norms, self.d, self.block = xh, norms, d, block
+        self.x = x  # the rows xh was normalised from: flagged pairs are exact from them
         self.act, self.depths, self.layers = act, depths, layers
         self.n = xh.shape[0]
         self.mesh = device_mesh(_devices(devices, where))
@@ -232,13 +236,13 @@ class ShardedKernelBlocks:
                     c1 = min(n, c0 + b)
                     if count[dev] > _REFINE_CAPACITY:
                         yield c0, c1, numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, c0, c1,
-                                                           self.act, self.depths, self.layers)
+                                                           self.act, self.depths, self.layers, self.x)
                         continue
                     blocks = {L: T[dev, t, : r1 - r0, : c1 - c0].copy() for t, L in enumerate(self.depths)}
                     if count[dev]:
                         i, j = np.divmod(flagged[dev, : count[dev]].astype(np.int64), b)
                         rows, cols = r0 + i, c0 + j
-                        angle = kahan_angles(self.xh, self.xh, rows, cols)
+                        angle = kahan_angles(self.xh, self.xh, rows, cols, self.x, self.x)
                         for L, Tr, _, _, _ in gradient_recursion(angle, np.cos(angle), self.depths,
                                                                   self.act, self.layers):
                             blocks[L][i, j] = Tr

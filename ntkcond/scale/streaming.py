@@ -7,8 +7,8 @@ only (``angles`` eq. (4)):
     φ_L = 2 atan2(√R_L, √Z_L),   R_L = Σ_{i∈S} (1 − cos θ_i Π ġ),   Z_L = Σ_{i∈S} (1 + cos θ_i Π ġ),
 
 so no n × n matrix is needed. The pairs (i < j) are visited in b × b blocks of the upper
-triangle: Gram block of the unit rows → θ₀ (Kahan's formula within 0.1 rad of 0 or π, exactly
-as ``ntkcond.infinite``) → one pass of the angle-native recursion for every depth at once →
+triangle: Gram block of the unit rows → θ₀ (within 0.1 rad of 0 or π exactly from the original
+rows, as ``ntkcond.infinite``: ``geometry.exact_angles``) → one pass of the angle-native recursion for every depth at once →
 per depth, the block minimum of tan²(φ/2) = R/Z, which is increasing in φ, so φ itself is
 evaluated only at the minimiser. The running minimum and its pair are kept in float64.
 Memory is O(b² + n·d) whatever n is.
@@ -259,8 +259,7 @@ def streaming_smallest_angles(
         raise ValueError(f"{where}: expected dtype 'float64' or 'float32', got {dtype!r}")
     if backend == "numpy" and dtype != "float64":
         raise ValueError(f"{where}: the numpy backend computes in float64; got dtype {dtype!r}")
-    xh, _ = normalised_rows(x, where, "x")
-    del x
+    xh, _ = normalised_rows(x, where, "x")  # x stays: pairs near 0 or π are exact from it
     fingerprint = _fingerprint(xh, block, plan, trainable, dtype)
     start_row, best, seconds_before = _load_checkpoint(checkpoint, fingerprint, where)
     n_rows = -(-n // block)
@@ -272,7 +271,7 @@ def streaming_smallest_angles(
         def row(I):
             r0, r1 = I * block, min(n, (I + 1) * block)
             spans = [(J * block, min(n, (J + 1) * block)) for J in range(I, n_rows)]
-            args = [(xh, r0, r1, c0, c1, plan) for c0, c1 in spans]
+            args = [(xh, r0, r1, c0, c1, plan, x) for c0, c1 in spans]
             if pool is None:
                 return [numpy_angle_block(*a) for a in args]
             return list(pool.map(lambda a: numpy_angle_block(*a), args))
@@ -281,7 +280,7 @@ def streaming_smallest_angles(
     else:
         from .sharded import ShardedAngleBlocks
 
-        engine = ShardedAngleBlocks(xh, block, plan, devices=devices, dtype=dtype, where=where)
+        engine = ShardedAngleBlocks(xh, block, plan, devices=devices, dtype=dtype, where=where, x=x)
         row, n_devices, pool = engine.row, engine.n_devices, None
 
     from tqdm.auto import tqdm
