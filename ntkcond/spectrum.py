@@ -501,7 +501,7 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     where = "lambda_min_upper_bound"
     K64, kdtype = _as_square_kernel(K, where)
     n = K64.shape[0]
-    eps = _eps(kdtype)
+    eps = float_eps(kdtype)
     scale = float(np.max(np.abs(K64)))
     if scale == 0.0:
         raise ValueError(f"{where}: expected a nonzero kernel, got the {n}x{n} zero matrix")

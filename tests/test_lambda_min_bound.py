@@ -179,7 +179,7 @@ def test_float32_kernel_accepted_like_conditioning():
 
 @pytest.mark.parametrize("K, exc, match", [
     ("abc", TypeError, "expected a 2-D array, got str"),
-    (np.array([["a", "b"], ["c", "d"]]), TypeError, "real floating-point matrix"),
+    (np.array([["a", "b"], ["c", "d"]]), TypeError, "expected a real matrix"),
     (np.ones((2, 3)), ValueError, r"square \(n, n\) matrix, got shape \(2, 3\)"),
     (np.ones((2, 2, 2)), ValueError, "square"),
     (np.zeros((0, 0)), ValueError, "non-empty"),
