@@ -218,8 +218,7 @@ def plot_cond_vs_depth(rows, path: str, *, title: str = "", metadata: dict | Non
                         color=colours[act], marker="o", ms=3, label=label)
                 ax.fill_between(depth, [r[f"{field}_min"] for r in sel],
                                 [r[f"{field}_max"] for r in sel], color=colours[act], alpha=0.12)
-    count = max(r["count"] for r in rows)
-    band = f"line: median over {count} kernel(s) per point; band: min–max"
+    band = "line: median over batches (× seeds); band: min–max"
     axes[0].set(xlabel="depth L (hidden layers)", ylabel="smallest gradient angle (degrees)")
     axes[1].set(xlabel="depth L (hidden layers)", ylabel="effective condition number κ_eff",
                 yscale="log")
