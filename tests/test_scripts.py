@@ -194,3 +194,72 @@ def test_cond_vs_batch_bad_sizes_is_one_line(tmp_path, capsys):
     assert script.main(["--sizes", "64,5000", "--out", str(tmp_path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2 <= n <= 1797" in err and "5000" in err
+
+
+@pytest.mark.parametrize(
+    "name, argv, message",
+    [
+        ("cond_vs_depth", ["--max-batches", "0"], "--max-batches: expected an integer >= 1, got '0'"),
+        ("cond_vs_depth", ["--max-batches", "-1"], "--max-batches: expected an integer >= 1, got '-1'"),
+        ("cond_vs_depth", ["--batch", "0"], "--batch: expected an integer >= 1"),
+        ("cond_vs_depth", ["--batch", "abc"], "--batch: expected an integer >= 1, got 'abc'"),
+        ("cond_vs_depth", ["--seeds", "0", "--width", "8"], "--seeds: expected an integer >= 1"),
+        ("cond_vs_depth", ["--depths", "0-1000000"], "--depths: expected depths in [0, 10000]"),
+        ("cond_vs_depth", ["--dataset", "gaussian", "--n", "60000", "--batch", "60000"],
+         "needs about"),
+        ("cond_vs_depth", ["--resume", "--overwrite"], "at most one of --resume and --overwrite"),
+        ("cond_vs_batch", ["--sizes", "x"], "--sizes: expected comma-separated integers"),
+        ("cond_vs_batch", ["--depths", "0-1000000"], "--depths: expected depths in [0, 10000]"),
+        ("min_angle", ["--workers", "0"], "--workers: expected an integer >= 1"),
+        ("min_angle", ["--limit", "0"], "--limit"),
+    ],
+)
+def test_bad_flags_are_one_line_exit_2(tmp_path, capsys, name, argv, message):
+    script = load_script(name)
+    try:
+        code = script.main(argv + ["--out", str(tmp_path / "run"), "--no-progress"])
+    except SystemExit as exit_:  # argparse type errors end in SystemExit(2)
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"{name}: error:"), err
+    assert message in err, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("where", ["file", "below_file", "unreachable"])
+def test_bad_out_is_one_line_exit_2(tmp_path, capsys, where):
+    script = load_script("cond_vs_depth")
+    (tmp_path / "f").write_text("x")
+    out = {"file": tmp_path / "f", "below_file": tmp_path / "f" / "run",
+           "unreachable": "/proc/ntkcond-cannot-write-here/run"}[where]
+    code = script.main(["--batch", "64", "--max-batches", "1", "--depths", "0", "--no-progress",
+                        "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("cond_vs_depth: error:"), err
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_full_disk_while_appending_is_one_line_and_resumable(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from ntkcond.runs import rundir
+
+    script = load_script("cond_vs_depth")
+    argv = ["--batch", "64", "--max-batches", "2", "--depths", "0-2", "--no-progress",
+            "--out", str(tmp_path)]
+    real, calls = rundir.append_jsonl, []
+
+    def full_after_four(path, record):
+        calls.append(1)
+        if len(calls) > 4:
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        real(path, record)
+
+    monkeypatch.setattr(rundir, "append_jsonl", full_after_four)
+    assert script.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err
+    assert len(_records(tmp_path / "records.jsonl")) == 4
+    monkeypatch.setattr(rundir, "append_jsonl", real)
+    assert script.main(argv + ["--resume"]) == 0
+    assert len(_records(tmp_path / "records.jsonl")) == 2 * 3 * 2

@@ -55,9 +55,9 @@ def parse_depths(text: str) -> list[int]:
             part = part.strip()
             if "-" in part:
                 lo, hi = (int(v) for v in part.split("-", 1))
-                if hi < lo or hi > MAX_DEPTH:
+                if hi < lo:
                     raise ValueError
-                depths.update(range(lo, hi + 1))
+                depths.update(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
             else:
                 depths.add(int(part))
     except ValueError:
