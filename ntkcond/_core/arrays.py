@@ -96,3 +96,17 @@ def overflow_error(where: str, dtype, inputs, source: str = "") -> ValueError:
 def _largest_abs(arrays) -> float:
     """max |entry| over the arrays that are not None (for error messages)."""
     return max(float(np.max(np.abs(np.asarray(a, dtype=np.float64)))) for a in arrays if a is not None)
+
+
+def float_dtype(dtype, where: str):
+    """``dtype`` (a numpy/jax dtype or its name) as a jax floating dtype; TypeError otherwise."""
+    import jax.numpy as jnp
+
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"{where}: expected dtype as a real floating dtype (e.g. numpy.float64) "
+                        f"or None, got {dtype!r}")
+    return dt

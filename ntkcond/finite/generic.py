@@ -32,7 +32,7 @@ import numbers
 
 import numpy as np
 
-from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real
+from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real, float_dtype
 from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 
 __all__ = ["empirical_ntk_fn", "StaxNet", "from_stax"]
@@ -364,14 +364,7 @@ class StaxNet:
 
         if dtype is None:
             return self.init_fn(key, tuple(input_shape))[1]
-        requested = dtype
-        try:
-            dtype = jnp.dtype(dtype)
-        except TypeError:
-            dtype = None
-        if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
-            raise TypeError(f"StaxNet.init: expected dtype as a real floating dtype (e.g. "
-                            f"numpy.float64) or None, got {requested!r}")
+        dtype = float_dtype(dtype, "StaxNet.init")
         with x64() if dtype == np.float64 else contextlib.nullcontext():
             params = self.init_fn(key, tuple(input_shape))[1]
             return jax.tree_util.tree_map(lambda leaf: jnp.asarray(leaf, dtype), params)

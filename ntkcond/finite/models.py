@@ -26,6 +26,7 @@ import numbers
 
 import numpy as np
 
+from .._core.arrays import float_dtype
 from .._core.checks import as_depth
 from .._core.x64 import scoped_dtype, x64
 from ..activations import Activation, parse_activation
@@ -87,14 +88,7 @@ class MLP:
         where = "MLP.init"
         d = _as_width(d, where, "d")
         if dtype is not None:
-            requested = dtype
-            try:
-                dtype = jnp.dtype(dtype)
-            except TypeError:
-                dtype = None
-            if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
-                raise TypeError(f"{where}: expected dtype as a real floating dtype (e.g. "
-                                f"numpy.float64) or None, got {requested!r}")
+            dtype = float_dtype(dtype, where)
         with x64() if dtype == np.float64 else contextlib.nullcontext():
             dtype = jnp.zeros((), dtype if dtype is not None else float).dtype
             keys = jax.random.split(key, self.depth + 1)
