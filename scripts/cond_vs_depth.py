@@ -62,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="inf and/or finite widths, e.g. --width inf 512 2048")
     p.add_argument("--seeds", type=positive_int, default=5,
                    help="finite widths: number of random nets, seeds 0..S-1")
-    p.add_argument("--trainable", default="all", choices=["all", "first", "last"])
+    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
+                   help="which weights are trained: all layers, W1 only, or the read-out only")
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")

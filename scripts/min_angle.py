@@ -32,7 +32,8 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="gaussian: seed")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
     p.add_argument("--activations", nargs="+", default=["relu", "linear"], help="relu linear leaky:0.1 ...")
-    p.add_argument("--trainable", default="all", choices=["all", "first", "last"])
+    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
+                   help="which weights are trained: all layers, W1 only, or the read-out only")
     p.add_argument("--block", type=int, default=1024, help="block size")
     p.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
     p.add_argument("--devices", type=int, default=None, help="jax: use the first N devices")

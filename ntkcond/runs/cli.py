@@ -86,11 +86,11 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
     .npz path record their own single split unless --split is given.
     """
     p.add_argument("--dataset", default="digits",
-                   help="digits (default), mnist, fashion_mnist, cifar10, svhn_cropped, gaussian, "
+                   help="digits, mnist, fashion_mnist, cifar10, svhn_cropped, gaussian, "
                         "or a .npz path with arrays x and y (needs --preset or --mean/--std)")
     p.add_argument("--split", default=None,
-                   help=f"split of a named set (default {split}); for an .npz path it is recorded "
-                        "(default: the file's name)")
+                   help=f"split of a named set ({split} when not given); digits and gaussian "
+                        "record 'all', an .npz path its file name")
     p.set_defaults(default_split=split)
     p.add_argument("--data-dir", default=None,
                    help="prepared TFDS data dir, or a folder with exported <name>_<split>.npz files "
