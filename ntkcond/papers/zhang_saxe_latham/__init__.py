@@ -60,4 +60,9 @@ from .saxe import (
     saxe_mode_strength as saxe_mode_strength,
     time_rescaling as time_rescaling,
 )
-from .training import TrainResult as TrainResult, train_network as train_network, train_two_layer as train_two_layer
+from .training import (
+    TrainResult as TrainResult,
+    train_network as train_network,
+    train_network_batch as train_network_batch,
+    train_two_layer as train_two_layer,
+)
