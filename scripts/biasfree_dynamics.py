@@ -63,7 +63,8 @@ def _experiments(args) -> dict:
         "xor": (ix.xor, {}),
         "rank-one": (ix.rank_one, {}),
         "large-init": (ix.large_init, dict(scales=_floats(args.scales, "--scales"),
-                                           lrs=_floats(args.grid_lrs, "--grid-lrs"))),
+                                           lrs=_floats(args.grid_lrs, "--grid-lrs"),
+                                           seeds=args.seeds)),
     }
 
 
@@ -74,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "rank-one", "large-init", "all"])
     p.add_argument("--fast", action="store_true", help="small, quick configuration")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=None,
+                   help="large-init: number of draws seed, seed+1, ... (default: the "
+                        "experiment's, 8 (--fast 3))")
     p.add_argument("--dataset", default="gaussian", choices=["gaussian", "digits"],
                    help="equivalence: whitened Gaussian or whitened digits (+ negatives)")
     p.add_argument("--lr", type=float, default=0.004, help="equivalence: learning rate")

@@ -71,6 +71,34 @@ def test_symmetric_ntk_splits_into_odd_and_even_blocks():
     plt.close(fig)
 
 
+def test_large_init_reports_every_seed_and_their_spread():
+    kw = dict(scales=[0.1, 0.5], lrs=[0.004, 0.6], fast=True)
+    r = ix.large_init(seeds=3, **kw)
+    assert r.summary["seeds"] == [0, 1, 2]
+    g = r.summary["grids"]["mirrored"]
+    E = np.array([[[np.inf if e is None else e for e in row] for row in s]
+                  for s in g["error_per_seed"]])
+    assert E.shape == (3, 2, 2)
+    # The base seed's grid is the one-seed grid (the batch runs the same arithmetic, vmapped:
+    # round-off, observed ~1e-16 relative).
+    one = ix.large_init(seeds=1, **kw).summary["grids"]["mirrored"]["error_per_seed"][0]
+    np.testing.assert_allclose(np.array(one, dtype=float)[np.isfinite(E[0])], E[0][np.isfinite(E[0])],
+                               rtol=1e-9)
+    # Median / min / max / fraction are those of the per-seed errors.
+    assert np.array(g["collapse_fraction"]).tolist() == (E < ix.COLLAPSE_OK).mean(axis=0).tolist()
+    assert g["error_min"][0] == pytest.approx(E[:, 0].min(axis=0).tolist(), rel=1e-15, abs=0)
+    assert g["error_median"][0] == pytest.approx(np.median(E[:, 0], axis=0).tolist(), rel=1e-15, abs=0)
+    # Small init, small lr: every seed collapses (E ~ 1e-3, an O(lr) gap); scale 0.5 at lr 0.6
+    # oscillates or diverges for every seed: no cell there may report a collapse.
+    assert [0.1, 0.004] in g["regions"]["collapse"]
+    assert g["collapse_fraction"][1][1] == 0 and g["oscillating_fraction"][1][1] == 1
+    cells = sum(len(v) for v in g["regions"].values())
+    assert cells == 4
+    fig = plot(r)
+    assert len(fig.axes) == 10  # 4 heat maps + 4 colour bars + 2 curve panels
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
     (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
@@ -83,6 +111,8 @@ def test_symmetric_ntk_splits_into_odd_and_even_blocks():
     (lambda: ix.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),
     (lambda: ix.orthogonal(data="mnist"), r"orthogonal: expected data 'basis' or 'digits'"),
     (lambda: ix.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
+    (lambda: ix.large_init(seeds=0), r"large_init: expected seeds as a whole number >= 1, got 0"),
+    (lambda: ix.large_init(seeds=2.0), r"large_init: expected seeds as a whole number >= 1"),
     (lambda: plot(ntkcond.ExperimentResult("nope", {}, {})), r"plot: expected one of"),
 ])
 def test_bad_input_names_the_function(call, message):

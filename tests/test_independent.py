@@ -257,6 +257,30 @@ def test_slope_collapse_small_lr_collapses_and_oscillation_breaks_it():
         collapse.slope_collapse(x, 0 * y, W1, W2, lr=0.1, time=1.0)
 
 
+def test_slope_collapse_batch_matches_one_call_per_member():
+    data, inits = [], []
+    for seed in (0, 1):
+        x0 = bf.whiten(np.random.default_rng(seed).standard_normal((16, 4)))
+        data.append(bf.symmetrize(x0, x0[:, 0]))
+        inits.append(bf.mirrored_init(4, 2, scale=0.3, seed=seed))
+    xs, ys = np.stack([d[0] for d in data]), np.stack([d[1] for d in data])
+    W1s, W2s = np.stack([w[0] for w in inits]), np.stack([w[1] for w in inits])
+    for lr in (0.05, 1.5):  # smooth, and oscillating (lr*c*s = 1.5 > 1 for the linear net)
+        batch = collapse.slope_collapse_batch(xs, ys, W1s, W2s, alphas=(0.0, 0.5), lr=lr, time=3.0)
+        for b in range(2):
+            one = collapse.slope_collapse(xs[b], ys[b], W1s[b], W2s[b], alphas=(0.0, 0.5), lr=lr,
+                                          time=3.0)
+            # vmapped vs single runs: round-off only (observed ~1e-16 relative); the two
+            # members differ by O(1e-2) or more, so a swapped member fails.
+            np.testing.assert_allclose(batch[b].errors, one.errors, rtol=1e-9, atol=1e-12)
+            assert batch[b].oscillating == one.oscillating and batch[b].diverged == one.diverged
+        assert abs(batch[0].max_error - batch[1].max_error) > 1e-4
+    with pytest.raises(ValueError, match="slope_collapse_batch: expected xs \\(B, n, d\\)"):
+        collapse.slope_collapse_batch(xs[0], ys, W1s, W2s, lr=0.1, time=1.0)
+    with pytest.raises(ValueError, match="slope_collapse_batch: expected nonzero targets"):
+        collapse.slope_collapse_batch(xs, 0 * ys, W1s, W2s, lr=0.1, time=1.0)
+
+
 # ----------------------------------------------------------------------------- script
 
 

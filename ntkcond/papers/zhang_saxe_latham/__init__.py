@@ -31,7 +31,11 @@ from .biasfree import (
     two_layer_floor as two_layer_floor,
     whiten as whiten,
 )
-from .collapse import Collapse as Collapse, slope_collapse as slope_collapse
+from .collapse import (
+    Collapse as Collapse,
+    slope_collapse as slope_collapse,
+    slope_collapse_batch as slope_collapse_batch,
+)
 from .conservation import (
     RankOneTrace as RankOneTrace,
     balance_deviation as balance_deviation,

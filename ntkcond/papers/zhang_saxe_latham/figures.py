@@ -206,32 +206,69 @@ def _rank_one(out, curves, plt):
     return fig
 
 
+def _grid(values):
+    return np.array([[np.inf if e is None else e for e in row] for row in values], dtype=float)
+
+
 def _large_init(out, curves, plt):
-    scales, lrs = out["scales"], out["lrs"]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
-    for ax, init in zip(axes[:2], ("mirrored", "gaussian")):
+    """Top: median log10 E per cell (text: median, min–max over seeds); bottom: fraction of
+    seeds that collapse (text: count, and how many oscillate / diverge); right: the curves of
+    the base seed at the largest mirrored scale, and E per seed against lr at scale ≈ 0.3."""
+    scales, lrs, seeds = out["scales"], out["lrs"], out["seeds"]
+    S = len(seeds)
+    fig, axes = plt.subplots(2, 3, figsize=(18, 8.6))
+    for col, init in enumerate(("mirrored", "gaussian")):
         g = out["grids"][init]
-        E = np.array([[np.nan if e is None else e for e in row] for row in g["error"]])
-        im = ax.imshow(np.log10(E), origin="lower", cmap="magma_r", vmin=-4, vmax=1, aspect="auto")
+        med, lo, hi = _grid(g["error_median"]), _grid(g["error_min"]), _grid(g["error_max"])
+        frac = np.array(g["collapse_fraction"])
+        osc, div = np.array(g["oscillating_fraction"]), np.array(g["diverged_fraction"])
+        ax = axes[0, col]
+        im = ax.imshow(np.log10(np.where(np.isfinite(med), med, 1e1)), origin="lower",
+                       cmap="magma_r", vmin=-4, vmax=1, aspect="auto")
         for i in range(len(scales)):
             for j in range(len(lrs)):
-                diverged = g["diverged"][i][j]
-                txt = "div" if diverged else f"{E[i, j]:.0e}" + ("\nosc" if g["oscillating"][i][j] else "")
-                ok = not diverged and E[i, j] < COLLAPSE_OK
-                ax.text(j, i, txt, ha="center", va="center", fontsize=6,
+                txt = ("div" if not np.isfinite(med[i, j]) else f"{med[i, j]:.0e}") + \
+                    f"\n{lo[i, j]:.0e}–" + ("div" if not np.isfinite(hi[i, j]) else f"{hi[i, j]:.0e}")
+                ok = frac[i, j] == 1
+                ax.text(j, i, txt, ha="center", va="center", fontsize=5.5,
                         color="k" if ok else "b", fontweight="normal" if ok else "bold")
-        ax.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
-        ax.set_yticks(range(len(scales)), [f"{v:g}" for v in scales])
-        ax.set(title=f"{init} init: log10 collapse error (blue: > {COLLAPSE_OK:g})",
+        fig.colorbar(im, ax=ax, label="log10 median E")
+        ax.set(title=f"{init} init: median collapse error over {S} seeds (min–max below)",
+               ylabel="init scale")
+        ax = axes[1, col]
+        im = ax.imshow(frac, origin="lower", cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+        for i in range(len(scales)):
+            for j in range(len(lrs)):
+                extra = (f"\nosc {round(osc[i, j] * S)}" if osc[i, j] else "") + \
+                    (f"\ndiv {round(div[i, j] * S)}" if div[i, j] else "")
+                ax.text(j, i, f"{round(frac[i, j] * S)}/{S}{extra}", ha="center", va="center",
+                        fontsize=6)
+        fig.colorbar(im, ax=ax, label="fraction of seeds with E < threshold")
+        ax.set(title=f"{init} init: seeds that collapse (E < {COLLAPSE_OK:g})",
                xlabel="learning rate", ylabel="init scale")
-        fig.colorbar(im, ax=ax)
-    for k, (lr, col) in enumerate(sorted(curves["examples"].items())):
+        for ax in axes[:, col]:
+            ax.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
+            ax.set_yticks(range(len(scales)), [f"{v:g}" for v in scales])
+    big = max(scales)
+    shown = sorted({min(lrs), max(lrs)} | ({0.6} & set(lrs)))
+    for k, lr in enumerate(shown):
+        col = curves["examples"][(big, lr)]
         for (t, L), alpha in zip(col.curves, col.alphas):
-            axes[2].plot(t, L, color=f"C{k}", lw=2.5 - 2 * alpha, alpha=0.8,
-                         label=f"lr={lr:g} (err {col.max_error:.1e})" if alpha == 0 else None)
-    axes[2].set(title=f"init scale {max(scales):g} (mirrored): curves for all α vs c·t",
-                xlabel="c·t", ylabel="loss", yscale="log")
-    axes[2].legend(fontsize=7)
+            axes[0, 2].plot(t, L, color=f"C{k}", lw=2.5 - 2 * alpha, alpha=0.8,
+                            label=f"lr={lr:g} (E {col.max_error:.1e})" if alpha == 0 else None)
+    axes[0, 2].set(title=f"mirrored, scale {big:g}, seed {seeds[0]}: all α vs c·t",
+                   xlabel="c·t", ylabel="loss", yscale="log")
+    axes[0, 2].legend(fontsize=7)
+    i = int(np.argmin([abs(np.log(v / 0.3)) for v in scales]))
+    per_seed = np.array([_grid(e)[i] for e in out["grids"]["mirrored"]["error_per_seed"]])
+    for b, row in enumerate(per_seed):
+        axes[1, 2].loglog(lrs, np.where(np.isfinite(row), row, np.nan), "o-", lw=0.8, ms=3,
+                          label=f"seed {seeds[b]}")
+    axes[1, 2].loglog(lrs, np.median(per_seed, axis=0), "k-", lw=2.5, label="median")
+    axes[1, 2].axhline(COLLAPSE_OK, color="k", ls="--", lw=0.8)
+    axes[1, 2].set(title=f"mirrored, scale {scales[i]:g}: E per seed (dashed: threshold)",
+                   xlabel="learning rate", ylabel="collapse error E")
+    axes[1, 2].legend(fontsize=6, ncol=2)
     return fig
 
 
