@@ -99,6 +99,26 @@ def test_large_init_reports_every_seed_and_their_spread():
     plt.close(fig)
 
 
+def test_orthogonal_generic_init_two_sign_group_curves_over_draws():
+    r = ix.orthogonal(sizes=[2], fast=True, seeds=3)
+    g = r.summary["generic"]
+    assert g["seeds"] == [0, 1, 2] and [e["n"] for e in g["results"]] == [4, 8]
+    for e in g["results"]:
+        assert len(e["draws"]) == 3
+        for d in e["draws"]:
+            # Predicted from the init (eq. (4)): measured 0.6–3.5% of L(0) over these draws;
+            # 6e-2 bounds it. The fitted curves can only do better (same family, fitted m0).
+            assert d["sign_group_prediction_error"] < 6e-2
+            assert d["sign_group_fitted_error"] <= d["sign_group_prediction_error"]
+            # Large units end active only on points whose target sign matches their a_i.
+            assert d["large_units_active_only_on_matching_sign"] == 1.0
+            assert d["final_loss_over_initial"] < 1e-3
+        spread = e["sign_group_prediction_error"]
+        assert spread["min"] <= spread["median"] <= spread["max"] and spread["count"] == 3
+    fig = plot(r)
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
     (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
@@ -110,6 +130,7 @@ def test_large_init_reports_every_seed_and_their_spread():
     (lambda: ix.orthogonal(sizes=[0]), r"orthogonal: expected data sizes in 1..64"),
     (lambda: ix.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),
     (lambda: ix.orthogonal(data="mnist"), r"orthogonal: expected data 'basis' or 'digits'"),
+    (lambda: ix.orthogonal(sizes=[2], seeds=-1), r"orthogonal: expected seeds as a whole number"),
     (lambda: ix.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
     (lambda: ix.large_init(seeds=0), r"large_init: expected seeds as a whole number >= 1, got 0"),
     (lambda: ix.large_init(seeds=2.0), r"large_init: expected seeds as a whole number >= 1"),

@@ -54,6 +54,8 @@ from .independent import (
     orthogonalize as orthogonalize,
     pair_init as pair_init,
     pair_nets as pair_nets,
+    sign_group_nets as sign_group_nets,
+    silent_phase_outputs as silent_phase_outputs,
     xor_data as xor_data,
 )
 from .saxe import (

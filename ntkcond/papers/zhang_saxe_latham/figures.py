@@ -141,10 +141,13 @@ def _ntk(out, curves, plt):
 
 
 def _orthogonal(out, curves, plt):
+    """Top: orthogonal_init runs against Σ of independent Saxe curves. Bottom: a generic init
+    (first draw of the largest n) against the two sign-group curves predicted from the init,
+    and the errors of every draw."""
     runs = curves["runs"]
-    fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 3.4))
-    axes = np.atleast_1d(axes)
-    for ax, (entry, r, nets) in zip(axes, runs):
+    cols = max(len(runs), 3)
+    fig, axes = plt.subplots(2, cols, figsize=(3.6 * cols, 7.2), squeeze=False)
+    for ax, (entry, r, nets) in zip(axes[0], runs):
         ax.semilogy(r.time, r.loss, lw=2.5, color="0.7", label="simulation")
         ax.semilogy(r.time, nets.loss(r.time), "k--", lw=1, label="Σ independent Saxe curves")
         for tg in nets.learning_times(0.5):
@@ -153,8 +156,39 @@ def _orthogonal(out, curves, plt):
                                        f", {len(nets.groups)} groups")
         ax.set(title=f"{title} (err {entry['max_rel_err_vs_flow_prediction[lr]']:.1e})",
                xlabel="t = step·lr", ylim=(1e-6 * r.loss[0], 2 * r.loss[0]))
-    axes[0].set_ylabel("loss")
-    axes[0].legend(fontsize=7)
+    for ax in axes[0, len(runs):]:
+        ax.axis("off")
+    axes[0, 0].set_ylabel("loss")
+    axes[0, 0].legend(fontsize=7)
+    g = out["generic"]
+    n_big = max(e["n"] for e in g["results"])
+    n, sd, r, nets = next(run for run in curves["generic"] if run[0] == n_big)
+    ax = axes[1, 0]
+    ax.semilogy(r.time, r.loss, lw=2.5, color="0.7", label="simulation (generic init)")
+    ax.semilogy(r.time, nets.loss(r.time), "k--", lw=1, label="2 sign-group Saxe curves, eq. (4)")
+    for tg in nets.learning_times(0.5):
+        ax.axvline(tg, color="C1", lw=0.6, ls=":")
+    ax.set(title=f"generic init, n = {n}, seed {sd}", xlabel="t = step·lr", ylabel="loss",
+           ylim=(1e-6 * r.loss[0], 2 * r.loss[0]))
+    ax.legend(fontsize=7)
+    ax = axes[1, 1]
+    for k, (key, label) in enumerate((("sign_group_prediction_error", "predicted from init"),
+                                      ("sign_group_fitted_error", "strengths fitted"))):
+        for j, e in enumerate(g["results"]):
+            vals = [d[key] for d in e["draws"]]
+            ax.semilogy(np.full(len(vals), j) + 0.15 * (2 * k - 1), vals, "o", color=f"C{k}",
+                        ms=4, label=label if j == 0 else None)
+    ax.set_xticks(range(len(g["results"])), [f"n = {e['n']}" for e in g["results"]])
+    ax.set(title=f"sign-group curves: error / L(0), {len(g['seeds'])} draws")
+    ax.legend(fontsize=7)
+    ax = axes[1, 2]
+    undefined = [e["per_point_prediction_undefined"] for e in g["results"]]
+    ax.bar(range(len(undefined)), undefined, color="C3")
+    ax.set_xticks(range(len(undefined)), [f"n = {e['n']}" for e in g["results"]])
+    ax.set(title="per-point prediction: m₀ ≤ 0", ylabel="draws undefined",
+           ylim=(0, len(g["seeds"])))
+    for ax in axes[1, 3:]:
+        ax.axis("off")
     fig.suptitle(f"ReLU net on orthogonal inputs ({out['data']}): independent linear nets; "
                  "dotted: predicted plateau ends")
     return fig
