@@ -60,7 +60,7 @@ def _experiments(args) -> dict:
         "ntk": (bx.symmetric_ntk, {}),
         "orthogonal": (ix.orthogonal, dict(sizes=None if sizes is None else [int(v) for v in sizes],
                                            data=args.ortho_data, seeds=args.seeds)),
-        "xor": (ix.xor, {}),
+        "xor": (ix.xor, dict(seeds=args.seeds)),
         "rank-one": (ix.rank_one, {}),
         "large-init": (ix.large_init, dict(scales=_floats(args.scales, "--scales"),
                                            lrs=_floats(args.grid_lrs, "--grid-lrs"),
@@ -76,9 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fast", action="store_true", help="small, quick configuration")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=None,
-                   help="large-init, orthogonal (generic init): number of draws seed, "
-                        "seed+1, ... (default: the experiment's; large-init 8, orthogonal 5; "
-                        "--fast 3)")
+                   help="large-init, orthogonal (generic init), xor: number of draws seed, "
+                        "seed+1, ... (default: the experiment's; large-init 8, orthogonal and "
+                        "xor 5; --fast 3)")
     p.add_argument("--dataset", default="gaussian", choices=["gaussian", "digits"],
                    help="equivalence: whitened Gaussian or whitened digits (+ negatives)")
     p.add_argument("--lr", type=float, default=0.004, help="equivalence: learning rate")

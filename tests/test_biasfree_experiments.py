@@ -119,6 +119,33 @@ def test_orthogonal_generic_init_two_sign_group_curves_over_draws():
     plt.close(fig)
 
 
+def test_xor_time_to_fit_against_alpha_over_draws():
+    r = ix.xor(fast=True, seeds=3)
+    out, lr = r.summary, r.summary["lr"]
+    assert out["seeds"] == [0, 1, 2]
+    for name in ("d=2", "d=10 embedded"):
+        rows = out["pair"][name]
+        for a in ("0", "0.25", "0.5", "0.75", "0.9"):
+            for d in rows[a]["draws"]:
+                # GD vs the flow prediction of pair_nets: an O(lr) shift of the curve (observed
+                # <= 3 steps, 0.06 in t at α = 0.9); 1e-3·t + 5·lr bounds it, while a rate off
+                # by a factor (1−α) would miss by tens.
+                for key in ("time_to_fit", "time_to_learn"):
+                    assert abs(d[key] - d[f"{key}_predicted"]) <= 1e-3 * d[key] + 5 * lr
+        # Every draw: slower as α grows, and the (1−α) rate leaves only the log correction
+        # (measured scaled time 1.00–1.19 for α ≤ 0.9; the exact pair_nets value alike).
+        t = np.array([[d["time_to_fit"] for d in rows[a]["draws"]]
+                      for a in ("0", "0.25", "0.5", "0.75", "0.9")])
+        assert np.all(np.diff(t, axis=0) > 0)
+        assert 1.0 <= rows["0.9"]["scaled_time_to_fit"]["min"] <= rows["0.9"]["scaled_time_to_fit"]["max"] < 1.3
+        assert rows["1"]["fitted_draws"] == 0 and rows["1"]["final_loss"]["min"] == 0.5
+    gen = out["generic"]["d=2"]
+    assert gen["0.9"]["fitted_draws"] == 3 and gen["1"]["fitted_draws"] == 0
+    assert 1.0 < gen["0.9"]["scaled_time_to_learn"]["median"] < 1.4  # measured 1.23
+    fig = plot(r)
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
     (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
@@ -131,6 +158,7 @@ def test_orthogonal_generic_init_two_sign_group_curves_over_draws():
     (lambda: ix.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),
     (lambda: ix.orthogonal(data="mnist"), r"orthogonal: expected data 'basis' or 'digits'"),
     (lambda: ix.orthogonal(sizes=[2], seeds=-1), r"orthogonal: expected seeds as a whole number"),
+    (lambda: ix.xor(seeds=True), r"xor: expected seeds as a whole number >= 1, got True"),
     (lambda: ix.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
     (lambda: ix.large_init(seeds=0), r"large_init: expected seeds as a whole number >= 1, got 0"),
     (lambda: ix.large_init(seeds=2.0), r"large_init: expected seeds as a whole number >= 1"),

@@ -375,8 +375,8 @@ def test_issue8_subcommands_smoke(tmp_path, capsys):
     assert grid["regions"]["collapse"] == [[0.1, 0.004]]
     assert mod.main(["xor"] + base) == 0
     xs = json.load(open(os.path.join(out, "summary_xor.json")))
-    assert xs["exact"]["d=2"]["0"]["max_rel_err_vs_discrete_map"] < 1e-12
-    assert abs(xs["exact"]["d=2"]["1"]["final_loss"] - 0.5) < 1e-12  # alpha = 1: no XOR fit
+    assert xs["pair"]["d=2"]["0"]["max_rel_err_vs_discrete_map"]["max"] < 1e-12
+    assert abs(xs["pair"]["d=2"]["1"]["final_loss"]["max"] - 0.5) < 1e-12  # alpha = 1: no XOR fit
     assert mod.main(["rank-one"] + base) == 0
     cases = json.load(open(os.path.join(out, "summary_rank-one.json")))["cases"]
     assert cases["flow rk4 dt=0.01 α=0"]["max_deviation"] < 1e-11

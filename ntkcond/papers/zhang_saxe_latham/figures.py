@@ -8,7 +8,7 @@ import numpy as np
 
 from .experiments import ExperimentResult
 from .independent import xor_data
-from .independent_experiments import COLLAPSE_OK
+from .independent_experiments import COLLAPSE_OK, XOR_FIT, XOR_LEARN
 from .saxe import saxe_mode_strength, time_rescaling
 
 __all__ = ["plot"]
@@ -195,14 +195,19 @@ def _orthogonal(out, curves, plt):
 
 
 def _xor(out, curves, plt):
+    """Left: pair-init runs (first draw, d = 2) against Σ of Saxe curves of the even part.
+    Middle: learned rows of W₁ (generic init, α = 0). Right: time to fit against α over the
+    draws (median, min–max bars) with the pair_nets prediction and t_fit(0)/(1−α)."""
     alphas, T = curves["alphas"], out["time"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.3))
     cmap = plt.get_cmap("viridis")
     for alpha in alphas:
-        r, nets = curves["exact"][("d=2", alpha)]
-        axes[0].plot(r.time, r.loss, color=cmap(alpha), lw=2.5, alpha=0.5)
-        axes[0].plot(r.time, nets.loss(r.time), color=cmap(alpha), ls="--", lw=1, label=f"α={alpha:g}")
-    axes[0].set(title="pair init: simulation (thick), Σ Saxe (dashed)", xlabel="t", ylabel="loss")
+        r, nets = curves["exact"][alpha]
+        axes[0].semilogy(r.time, r.loss, color=cmap(alpha), lw=2.5, alpha=0.5)
+        axes[0].semilogy(r.time, nets.loss(r.time), color=cmap(alpha), ls="--", lw=1,
+                         label=f"α={alpha:g}")
+    axes[0].set(title="pair init (d=2): simulation (thick),\nΣ Saxe of the even part (dashed)",
+                xlabel="t", ylabel="loss", ylim=(1e-30, 2), xscale="log")
     axes[0].legend(fontsize=7)
     W0, W1, x, _ = curves["features"]["d=2"]
     axes[1].scatter(*x[:, :2].T, c=["C0" if v > 0 else "C3" for v in xor_data()[1]], s=80, zorder=3)
@@ -211,15 +216,36 @@ def _xor(out, curves, plt):
         axes[1].annotate("", xy=w[:2] / scale, xytext=(0, 0), arrowprops=dict(arrowstyle="->", lw=0.8))
     axes[1].set(title="learned rows of W₁ (α=0, generic init)",
                 aspect="equal", xlim=(-1.3, 1.3), ylim=(-1.3, 1.3))
-    a_list = np.array(alphas)
-    axes[2].plot(a_list, [out["generic"]["d=2"][f"{a:g}"]["final_loss"] for a in alphas], "o-",
-                 label=f"final loss at t={T:g} (generic init)")
-    axes[2].plot(a_list, [out["exact"]["d=2"][f"{a:g}"]["final_loss"] for a in alphas], "s--",
-                 label="final loss (pair init)")
-    axes[2].axhline(0.5, color="k", lw=0.6, ls=":", label="loss of f = 0 (½)")
-    axes[2].set(title="α → 1: the even part (1−α)/2·W₂|W₁x| vanishes", xlabel="α", yscale="log")
-    axes[2].legend(fontsize=7)
-    fig.suptitle("XOR (blue: y = +1, red: y = −1): independent linear nets, one per pair ±v")
+    ax = axes[2]
+    fit = [a for a in alphas if a < 1]
+    a = np.array(fit)
+
+    def spread(rows, key, q):
+        return np.array([np.nan if rows[f"{v:g}"][key][q] is None else rows[f"{v:g}"][key][q]
+                         for v in fit])
+
+    configs = (("pair", "d=2", "s"), ("pair", "d=10 embedded", "D"), ("generic", "d=2", "o"),
+               ("generic", "d=10 noisy x5", "^"))
+    for k, (kind, name, marker) in enumerate(configs):
+        rows = out[kind][name]
+        keys = [("time_to_learn", XOR_LEARN)] + ([("time_to_fit", XOR_FIT)] if name == "d=2" else [])
+        for key, level in keys:
+            med, lo, hi = (spread(rows, key, q) for q in ("median", "min", "max"))
+            ax.errorbar(a + 0.006 * (k - 1.5), med, yerr=[med - lo, hi - med], fmt=marker, ms=4,
+                        capsize=2, color=f"C{k}", mfc="none" if key == "time_to_fit" else None,
+                        label=f"{kind}, {name}: L < {level:g}·L(0)")
+            if kind == "pair" and name == "d=2":
+                ax.plot(a, spread(rows, f"{key}_predicted", "median"), "k-", lw=0.8,
+                        label="pair_nets prediction" if key == "time_to_learn" else None)
+            if kind == "generic" and name == "d=2":
+                ax.plot(a, med[0] / (1 - a), ":", color=f"C{k}", lw=1,
+                        label="generic: t(0)/(1−α)" if key == "time_to_learn" else None)
+    ax.set(title=f"time to learn / fit, median and min–max over {len(out['seeds'])} draws\n"
+                 f"(α = 1: never, L stays ½ up to t = {T:g})", xlabel="α", ylabel="time",
+           yscale="log")
+    ax.legend(fontsize=6)
+    fig.suptitle("XOR (blue: y = +1, red: y = −1): learned only through the even part, at a "
+                 "rate ∝ 1−α")
     return fig
 
 
