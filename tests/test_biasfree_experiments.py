@@ -146,6 +146,47 @@ def test_xor_time_to_fit_against_alpha_over_draws():
     plt.close(fig)
 
 
+def test_plateau_fit_recovers_a_planted_exponent_with_seed_prefactors():
+    dys = np.array([0.2, 0.1, 0.05, 0.025, 0.0125])
+    prefactor = np.array([10.0, 3.0, 25.0, 7.0, 14.0])[:, None]  # one per seed, like the runs
+    for p_true in (1.0, 1.4):
+        P = prefactor * (1 / dys)[None] ** p_true
+        fit = bx._plateau_fit(dys, P, list(range(5)))
+        # Exact power laws: the within-seed fit returns p to round-off, with zero spread.
+        assert fit["p"] == pytest.approx(p_true, rel=1e-12, abs=0)
+        assert fit["p_stderr"] < 1e-10
+        assert fit["p_ci95_bootstrap_over_seeds"] == pytest.approx([p_true, p_true], rel=1e-10, abs=0)
+        assert fit["local_p_median_between_neighbours"] == pytest.approx([p_true] * 4, rel=1e-12, abs=0)
+    # The pooled fit (one intercept) is thrown off by the prefactors when seeds miss cells.
+    P = prefactor * (1 / dys)[None]
+    P[2, :2] = np.nan  # the seed with the largest prefactor lacks its two shortest plateaus
+    fit = bx._plateau_fit(dys, P, list(range(5)))
+    assert fit["p"] == pytest.approx(1.0, rel=1e-12, abs=0) and fit["points"] == 23
+    assert abs(fit["pooled_one_intercept"]["p"] - 1.0) > 0.05
+    # A log-corrected law T·Δy = prefactor_b·(5 + 2 log(1/Δy)): the fitted power is above 1,
+    # and within seed b the slope of T·Δy on log(1/Δy) is 2·prefactor_b; with the same Δy in
+    # every seed the common slope b is their mean.
+    P = prefactor * (5 + 2 * np.log(1 / dys))[None] / dys[None]
+    fit = bx._plateau_fit(dys, P, list(range(5)))
+    assert fit["p"] > 1.05
+    assert fit["log_corrected"]["b"] == pytest.approx(2 * prefactor.mean(), rel=1e-12, abs=0)
+
+
+def test_symmetry_breaking_over_seeds_reports_every_plateau_and_the_fit():
+    r = bx.symmetry_breaking(dys=[0.2, 0.1], seeds=2, fast=True)
+    out = r.summary
+    assert out["seeds"] == [0, 1] and out["data"].startswith("whitened")
+    assert [len(e["per_seed"]) for e in out["results"]] == [2, 2]
+    P = r.curves["plateaus"]
+    assert P.shape == (2, 2) and np.all(P > 0)
+    # Smaller Δy, longer plateau, in every seed (measured 74 → 212 and 107 → 315).
+    assert np.all(P[:, 1] > 1.5 * P[:, 0])
+    fit = out["fit"]["plateau ~ A * (1/dy)^p"]
+    assert fit["points"] == 4 and fit["p_ci95_regression"][0] <= fit["p"] <= fit["p_ci95_regression"][1]
+    fig = plot(r)
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
     (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
@@ -153,6 +194,7 @@ def test_xor_time_to_fit_against_alpha_over_draws():
     (lambda: bx.closed_form(lrs=[]), r"closed_form: expected positive numbers for lrs"),
     (lambda: bx.symmetry_breaking(dys=[0.1, -0.1]), r"symmetry_breaking: expected positive numbers for dys"),
     (lambda: bx.symmetry_breaking(perturbation="odd"), r"symmetry_breaking: expected perturbation"),
+    (lambda: bx.symmetry_breaking(seeds=0), r"symmetry_breaking: expected seeds as a whole number >= 1"),
     (lambda: bx.deep(layers=1), r"deep: expected layers >= 2"),
     (lambda: ix.orthogonal(sizes=[0]), r"orthogonal: expected data sizes in 1..64"),
     (lambda: ix.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),

@@ -100,22 +100,31 @@ def _closed_form(out, curves, plt):
 
 
 def _symmetry_breaking(out, curves, plt):
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    """Left: odd and even loss of the first seed per Δy. Right: plateau against 1/Δy for every
+    seed (points), the median, and the fit with one intercept per seed (slope p ± 95% CI)."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for dy, (t, lo, le) in curves["losses"].items():
         line, = axes[0].loglog(t[1:], le[1:] / le[0], label=f"even part, Δy={dy:g}")
         axes[0].loglog(t[1:], lo[1:] / lo[0], ls=":", color=line.get_color())
     axes[0].axhline(curves["level"], color="k", lw=0.8, ls="--")
-    axes[0].set(title="odd (dotted) then even (solid) part learned", xlabel="t",
-                ylabel="loss part / its initial value", ylim=(1e-3, 2))
+    axes[0].set(title=f"seed {out['seeds'][0]}: odd (dotted) then even (solid) part learned",
+                xlabel="t", ylabel="loss part / its initial value", ylim=(1e-3, 2))
     axes[0].legend(fontsize=7)
+    inv = 1 / np.array(curves["dys"])
+    P = np.where(curves["plateaus"] > 0, curves["plateaus"], np.nan)
+    for b, row in enumerate(P):
+        axes[1].loglog(inv, row, "o-", ms=3, lw=0.6, alpha=0.7, label=f"seed {out['seeds'][b]}")
+    axes[1].loglog(inv, np.nanmedian(P, axis=0), "k-", lw=2, label="median over seeds")
     if "fit" in out:
-        ok = curves["fitted"]
-        inv = np.array([1 / e["dy"] for e in ok])
-        axes[1].loglog(inv, [e["plateau"] for e in ok], "o", label="measured")
-        p = out["fit"]["plateau ~ A * (1/dy)^p"]
-        axes[1].loglog(inv, p["A"] * inv ** p["p"], "--", label=f"fit ∝ (1/Δy)^{p['p']:.2f}")
-        axes[1].legend()
-    axes[1].set(title="plateau duration", xlabel="1/Δy", ylabel="plateau (time)")
+        f = out["fit"]["plateau ~ A * (1/dy)^p"]
+        ref = np.nanmedian(P, axis=0)
+        mid = np.exp(np.nanmean(np.log(ref) - f["p"] * np.log(inv)))
+        lo, hi = f["p_ci95_bootstrap_over_seeds"]
+        axes[1].loglog(inv, mid * inv ** f["p"], "r--",
+                       label=f"p = {f['p']:.2f} ± {f['p_stderr']:.2f} (bootstrap 95%: {lo:.2f}–{hi:.2f})")
+    axes[1].set(title=f"plateau, {len(out['seeds'])} seeds ({out['data'].split(' sym')[0]}, "
+                      f"lr {out['lr']:g})", xlabel="1/Δy", ylabel="plateau (time)")
+    axes[1].legend(fontsize=6)
     return fig
 
 
