@@ -30,6 +30,7 @@ from ._kit import (
     first_below,
     positive_values,
     progress_callback,
+    seed_list,
     symmetric_gaussian,
     unit_vector,
 )
@@ -377,11 +378,7 @@ def symmetry_breaking(*, dys=None, perturbation: str = "shift", init: str = "mir
                          f"'mirrored'|'gaussian', got {perturbation!r}, {init!r}")
     if not isinstance(whitened, bool):
         raise TypeError(f"symmetry_breaking: expected whitened True or False, got {whitened!r}")
-    if seeds is None:
-        seeds = 3 if fast else 5
-    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
-        raise ValueError(f"symmetry_breaking: expected seeds as a whole number >= 1, got {seeds!r}")
-    draws = [int(seed) + k for k in range(int(seeds))]
+    draws = seed_list("symmetry_breaking", seed, (3 if fast else 5) if seeds is None else seeds)
     bar = progress_callback(progress)
     d = 6
     v = np.eye(d)[0]

@@ -28,6 +28,7 @@ from ._kit import (
     first_below,
     positive_values,
     progress_callback,
+    seed_list,
     symmetric_gaussian,
     unit_vector,
 )
@@ -54,7 +55,7 @@ from .independent import (
 )
 from .training import train_network, train_network_batch, train_two_layer
 
-__all__ = ["COLLAPSE_OK", "XOR_FIT", "XOR_LEARN", "seed_list", "orthogonal", "xor", "rank_one", "large_init"]
+__all__ = ["COLLAPSE_OK", "XOR_FIT", "XOR_LEARN", "orthogonal", "xor", "rank_one", "large_init"]
 
 COLLAPSE_OK = 0.05  # collapse error below 5% of the target energy: "the curves collapse"
 
@@ -437,13 +438,6 @@ def rank_one(*, fast: bool = False, seed: int = 0,
 
 
 # ----------------------------------------------------------------------------- large init
-
-
-def seed_list(fn: str, seed: int, seeds) -> list[int]:
-    """The draws seed, seed + 1, …, seed + seeds − 1 (``seeds`` ≥ 1, a whole number)."""
-    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
-        raise ValueError(f"{fn}: expected seeds as a whole number >= 1, got {seeds!r}")
-    return [int(seed) + k for k in range(int(seeds))]
 
 
 def _finite_or_none(a):
