@@ -187,6 +187,18 @@ def test_symmetry_breaking_over_seeds_reports_every_plateau_and_the_fit():
     plt.close(fig)
 
 
+def test_deep_reports_the_minimum_stable_rank_along_training():
+    r = bx.deep(layers=3)
+    for name, net in r.summary["nets"].items():
+        t, ranks = r.curves[name]
+        for layer, per_snapshot in enumerate(ranks):
+            assert net["stable_rank_min"][layer] == min(per_snapshot)
+            assert net["stable_rank_min"][layer] <= min(net["stable_rank_init"][layer],
+                                                        net["stable_rank_final"][layer])
+            assert net["stable_rank_min_time"][layer] in t.tolist()
+            assert net["stable_rank_min"][layer] >= 1.0 - 1e-12  # ‖W‖_F ≥ ‖W‖₂ (round-off)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
     (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),

@@ -452,8 +452,9 @@ def deep(*, layers: int = 4, fast: bool = False, seed: int = 0,
          progress: Progress | None = None) -> ExperimentResult:
     """Item 5: a deep (``layers`` weight layers, width 20) bias-free ReLU net and its linear
     twin trained from a small init (std 0.03) on a rank-one odd teacher (s = 2): stable rank
-    ‖W‖_F²/‖W‖₂², effective rank and positive-mass fraction of every layer at init and at the
-    end (6000 steps, lr 0.05). ``fast`` changes nothing (the run takes a few seconds).
+    ‖W‖_F²/‖W‖₂² of every layer at init, at its minimum along training (and when) and at the
+    end, effective rank and positive-mass fraction at the end (6000 steps, lr 0.05). ``fast``
+    changes nothing (the run takes a few seconds).
     """
     if not isinstance(layers, (int, np.integer)) or layers < 2:
         raise ValueError(f"deep: expected layers >= 2 weight layers, got {layers!r}")
@@ -477,6 +478,9 @@ def deep(*, layers: int = 4, fast: bool = False, seed: int = 0,
             "final_loss": float(r.loss[-1]),
             "stable_rank_init": [per_layer[0] for per_layer in ranks],
             "stable_rank_final": [per_layer[-1] for per_layer in ranks],
+            "stable_rank_min": [min(per_layer) for per_layer in ranks],
+            "stable_rank_min_time": [float(curves[name][0][int(np.argmin(per_layer))])
+                                     for per_layer in ranks],
             "effective_rank_final": [effective_rank(s[-1]) for s in r.snapshots],
             "positive_mass_fraction_final": [positive_mass_fraction(s[-1]) for s in r.snapshots],
         }
