@@ -3,7 +3,8 @@ structure, and collapse at large init and learning rate (Zhang, Saxe & Latham, a
 2406.12615), each returning an ``ExperimentResult`` (``biasfree_experiments``):
 
   ``orthogonal``   ReLU net on orthogonal inputs = independent Saxe nets, one per group of
-                   points (``independent.orthogonal_nets``): loss vs Σ of their curves.
+                   points (``independent.orthogonal_nets``): loss vs Σ of their curves; from
+                   a generic init, two nets, one per target sign (``sign_group_nets``).
   ``xor``          XOR from an even-mirrored pair init = independent linear nets of the even
                    part (``independent.pair_nets``); time to fit against α over seeds (rate
                    ∝ 1−α); from a generic init, the same times and feature alignment.
@@ -14,7 +15,8 @@ structure, and collapse at large init and learning rate (Zhang, Saxe & Latham, a
                    curves after t → c·t (``collapse.slope_collapse``), over several seeds.
 
 ``biasfree_figures.plot`` draws any of them; ``scripts/biasfree_dynamics.py`` is the command
-line. Deterministic given ``seed``; ``fast=True`` is the small configuration.
+line. Deterministic given ``seed`` (experiments over several draws use seed, seed + 1, …,
+``seeds`` of them); ``fast=True`` is the small configuration.
 """
 from __future__ import annotations
 
