@@ -282,7 +282,7 @@ def _grid(values):
 def _large_init(out, curves, plt):
     """Top: median log10 E per cell (text: median, min–max over seeds); bottom: fraction of
     seeds that collapse (text: count, and how many oscillate / diverge); right: the curves of
-    the base seed at the largest mirrored scale, and E per seed against lr at scale ≈ 0.3."""
+    the base seed at the mirrored scale nearest 0.3, and E per seed against lr there."""
     scales, lrs, seeds = out["scales"], out["lrs"], out["seeds"]
     S = len(seeds)
     fig, axes = plt.subplots(2, 3, figsize=(18, 8.6))
@@ -318,17 +318,18 @@ def _large_init(out, curves, plt):
         for ax in axes[:, col]:
             ax.set_xticks(range(len(lrs)), [f"{v:g}" for v in lrs])
             ax.set_yticks(range(len(scales)), [f"{v:g}" for v in scales])
-    big = max(scales)
+    i = int(np.argmin([abs(np.log(v / 0.3)) for v in scales]))  # the scale the claim is about
     shown = sorted({min(lrs), max(lrs)} | ({0.6} & set(lrs)))
+    top = 0.0
     for k, lr in enumerate(shown):
-        col = curves["examples"][(big, lr)]
+        col = curves["examples"][(scales[i], lr)]
         for (t, L), alpha in zip(col.curves, col.alphas):
             axes[0, 2].plot(t, L, color=f"C{k}", lw=2.5 - 2 * alpha, alpha=0.8,
                             label=f"lr={lr:g} (E {col.max_error:.1e})" if alpha == 0 else None)
-    axes[0, 2].set(title=f"mirrored, scale {big:g}, seed {seeds[0]}: all α vs c·t",
-                   xlabel="c·t", ylabel="loss", yscale="log")
+            top = max(top, float(L[0]))
+    axes[0, 2].set(title=f"mirrored, scale {scales[i]:g}, seed {seeds[0]}: all α vs c·t",
+                   xlabel="c·t", ylabel="loss", yscale="log", ylim=(None, 30 * top))
     axes[0, 2].legend(fontsize=7)
-    i = int(np.argmin([abs(np.log(v / 0.3)) for v in scales]))
     per_seed = np.array([_grid(e)[i] for e in out["grids"]["mirrored"]["error_per_seed"]])
     for b, row in enumerate(per_seed):
         axes[1, 2].loglog(lrs, np.where(np.isfinite(row), row, np.nan), "o-", lw=0.8, ms=3,
