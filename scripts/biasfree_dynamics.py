@@ -55,15 +55,18 @@ def _experiments(args) -> dict:
         "closed-form": (bx.closed_form, dict(lrs=_floats(args.lrs, "--lrs"))),
         "symmetry-breaking": (bx.symmetry_breaking, dict(dys=_floats(args.dys, "--dys"),
                                                          perturbation=args.perturbation,
-                                                         init=args.init)),
+                                                         init=args.init,
+                                                         whitened=not args.no_whiten,
+                                                         seeds=args.seeds)),
         "deep": (bx.deep, dict(layers=args.layers)),
         "ntk": (bx.symmetric_ntk, {}),
         "orthogonal": (ix.orthogonal, dict(sizes=None if sizes is None else [int(v) for v in sizes],
-                                           data=args.ortho_data)),
-        "xor": (ix.xor, {}),
+                                           data=args.ortho_data, seeds=args.seeds)),
+        "xor": (ix.xor, dict(seeds=args.seeds)),
         "rank-one": (ix.rank_one, {}),
         "large-init": (ix.large_init, dict(scales=_floats(args.scales, "--scales"),
-                                           lrs=_floats(args.grid_lrs, "--grid-lrs"))),
+                                           lrs=_floats(args.grid_lrs, "--grid-lrs"),
+                                           seeds=args.seeds)),
     }
 
 
@@ -74,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "rank-one", "large-init", "all"])
     p.add_argument("--fast", action="store_true", help="small, quick configuration")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=None,
+                   help="large-init, orthogonal (generic init), xor, symmetry-breaking: number "
+                        "of draws seed, seed+1, ... (default: the experiment's; large-init 8, "
+                        "the others 5; --fast 3)")
     p.add_argument("--dataset", default="gaussian", choices=["gaussian", "digits"],
                    help="equivalence: whitened Gaussian or whitened digits (+ negatives)")
     p.add_argument("--lr", type=float, default=0.004, help="equivalence: learning rate")
@@ -86,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="symmetry-breaking: constant shift of the mirrored targets, or dy|r.x|")
     p.add_argument("--init", default="mirrored", choices=["mirrored", "gaussian"],
                    help="symmetry-breaking: initialisation (both small, std 1e-3)")
+    p.add_argument("--no-whiten", action="store_true",
+                   help="symmetry-breaking: symmetric Gaussian inputs without whitening")
     p.add_argument("--layers", type=int, default=4, help="deep: number of weight layers")
     p.add_argument("--sizes", default=None, help="orthogonal: data sizes (default 2,4,8,16)")
     p.add_argument("--ortho-data", default="basis", choices=["basis", "digits"],

@@ -31,7 +31,11 @@ from .biasfree import (
     two_layer_floor as two_layer_floor,
     whiten as whiten,
 )
-from .collapse import Collapse as Collapse, slope_collapse as slope_collapse
+from .collapse import (
+    Collapse as Collapse,
+    slope_collapse as slope_collapse,
+    slope_collapse_batch as slope_collapse_batch,
+)
 from .conservation import (
     RankOneTrace as RankOneTrace,
     balance_deviation as balance_deviation,
@@ -50,6 +54,8 @@ from .independent import (
     orthogonalize as orthogonalize,
     pair_init as pair_init,
     pair_nets as pair_nets,
+    sign_group_nets as sign_group_nets,
+    silent_phase_outputs as silent_phase_outputs,
     xor_data as xor_data,
 )
 from .saxe import (
@@ -60,4 +66,9 @@ from .saxe import (
     saxe_mode_strength as saxe_mode_strength,
     time_rescaling as time_rescaling,
 )
-from .training import TrainResult as TrainResult, train_network as train_network, train_two_layer as train_two_layer
+from .training import (
+    TrainResult as TrainResult,
+    train_network as train_network,
+    train_network_batch as train_network_batch,
+    train_two_layer as train_two_layer,
+)

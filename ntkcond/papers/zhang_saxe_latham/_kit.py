@@ -24,6 +24,13 @@ def positive_values(fn: str, name: str, values) -> list[float]:
     return values
 
 
+def seed_list(fn: str, seed: int, seeds) -> list[int]:
+    """The draws seed, seed + 1, …, seed + seeds − 1 (``seeds`` ≥ 1, a whole number)."""
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
+        raise ValueError(f"{fn}: expected seeds as a whole number >= 1, got {seeds!r}")
+    return [int(seed) + k for k in range(int(seeds))]
+
+
 def symmetric_gaussian(n_half: int, d: int, seed: int):
     """Whitened Gaussian inputs x0 (n_half, d) and x0 ∪ −x0: (1/n) Σ x xᵀ = I exactly."""
     x0 = whiten(np.random.default_rng(seed).standard_normal((n_half, d)))

@@ -26,9 +26,9 @@ import numpy as np
 from ..._core.checks import positive
 from ._checks import as_weights, as_xy
 from .saxe import time_rescaling
-from .training import train_network
+from .training import train_network, train_network_batch
 
-__all__ = ["Collapse", "slope_collapse"]
+__all__ = ["Collapse", "slope_collapse", "slope_collapse_batch"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,32 +58,24 @@ class Collapse:
     curves: tuple
 
 
-def slope_collapse(x, y, W1, W2, *, alphas=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), lr: float,
-                   time: float, loss: str = "square") -> Collapse:
-    """Train f = W₂σ_α(W₁x) for each α at rate lr from (W₁, W₂)/√c_α and compare, eq. (1).
-
-    Every run takes the same number of steps, ceil(T/(c_min·lr)), so that the jitted loop is
-    compiled once per learning rate.
-
-    Args:
-      x: (n, d); y: (n,) or (n, k); W1: (h, d); W2: (k, h): the linear-net init W₀.
-      alphas: slopes in [0, 1]; 1 is added if missing.
-      lr: learning rate η (> 0); time: T (> 0), in rescaled time.
-    """
-    where = "slope_collapse"
-    x, y = as_xy(x, y, where)
-    W1, W2 = as_weights([W1, W2], where, d=x.shape[1], k=y.shape[1])
+def _prepare(where, lr, time, alphas):
     lr, T = positive(lr, "lr", where), positive(time, "time", where)
-    energy = 0.5 * float(np.sum(y**2)) / x.shape[0]
-    if energy == 0:
-        raise ValueError(f"{where}: expected nonzero targets, got y = 0")
     alphas = tuple(sorted(set(float(a) for a in alphas) | {1.0}))
     cs = [time_rescaling(a) for a in alphas]
-    steps = int(np.ceil(T / (min(cs) * lr)))
+    return lr, T, alphas, cs, int(np.ceil(T / (min(cs) * lr)))
+
+
+def _energy(y, where):
+    energy = 0.5 * float(np.sum(y**2)) / y.shape[0]
+    if energy == 0:
+        raise ValueError(f"{where}: expected nonzero targets, got y = 0")
+    return energy
+
+
+def _collapse(runs, alphas, cs, lr, T, energy) -> Collapse:
+    """Eq. (1) from one run per α (``TrainResult``s in the order of ``alphas``, α = 1 last)."""
     curves, osc, div = [], [], []
-    for alpha, c in zip(alphas, cs):
-        r = train_network(x, y, [W1 / np.sqrt(c), W2 / np.sqrt(c)], activation=alpha, lr=lr,
-                          steps=steps, loss=loss)
+    for r, c in zip(runs, cs):
         window = c * r.time <= T * (1 + 1e-12)  # [0, T] in rescaled time (and one step more)
         window[np.argmin(window)] = True
         L = r.loss[window]
@@ -105,3 +97,52 @@ def slope_collapse(x, y, W1, W2, *, alphas=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), lr: f
     return Collapse(alphas=alphas, lr=lr, time=T, errors=errors, max_error=float(np.max(errors)),
                     errors_vs_target=dev / energy,
                     oscillating=tuple(osc), diverged=tuple(div), curves=tuple(curves))
+
+
+def slope_collapse(x, y, W1, W2, *, alphas=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0), lr: float,
+                   time: float, loss: str = "square") -> Collapse:
+    """Train f = W₂σ_α(W₁x) for each α at rate lr from (W₁, W₂)/√c_α and compare, eq. (1).
+
+    Every run takes the same number of steps, ceil(T/(c_min·lr)), so that the jitted loop is
+    compiled once per learning rate.
+
+    Args:
+      x: (n, d); y: (n,) or (n, k); W1: (h, d); W2: (k, h): the linear-net init W₀.
+      alphas: slopes in [0, 1]; 1 is added if missing.
+      lr: learning rate η (> 0); time: T (> 0), in rescaled time.
+    """
+    where = "slope_collapse"
+    x, y = as_xy(x, y, where)
+    W1, W2 = as_weights([W1, W2], where, d=x.shape[1], k=y.shape[1])
+    energy = _energy(y, where)
+    lr, T, alphas, cs, steps = _prepare(where, lr, time, alphas)
+    runs = [train_network(x, y, [W1 / np.sqrt(c), W2 / np.sqrt(c)], activation=alpha, lr=lr,
+                          steps=steps, loss=loss) for alpha, c in zip(alphas, cs)]
+    return _collapse(runs, alphas, cs, lr, T, energy)
+
+
+def slope_collapse_batch(xs, ys, W1s, W2s, *, alphas=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+                         lr: float, time: float, loss: str = "square") -> list[Collapse]:
+    """``slope_collapse`` for B problems of one shape at once (e.g. B seeds), each α trained
+    for all of them in one vmapped loop (``training.train_network_batch``); member b equals
+    ``slope_collapse(xs[b], ys[b], W1s[b], W2s[b], ...)`` to round-off.
+
+    Args:
+      xs: (B, n, d); ys: (B, n) or (B, n, k); W1s: (B, h, d); W2s: (B, k, h).
+      alphas, lr, time, loss: as ``slope_collapse``.
+
+    Returns:
+      list of B ``Collapse``.
+    """
+    where = "slope_collapse_batch"
+    xs, ys, W1s, W2s = (np.asarray(a, dtype=np.float64) for a in (xs, ys, W1s, W2s))
+    if xs.ndim != 3 or W1s.ndim != 3 or W2s.ndim != 3 or ys.ndim not in (2, 3):
+        raise ValueError(f"{where}: expected xs (B, n, d), ys (B, n[, k]), W1s (B, h, d), "
+                         f"W2s (B, k, h), got shapes {xs.shape}, {ys.shape}, {W1s.shape}, "
+                         f"{W2s.shape}")
+    energies = [_energy(as_xy(x, y, where)[1], where) for x, y in zip(xs, ys)]
+    lr, T, alphas, cs, steps = _prepare(where, lr, time, alphas)
+    runs = [train_network_batch(xs, ys, [W1s / np.sqrt(c), W2s / np.sqrt(c)], activation=alpha,
+                                lr=lr, steps=steps, loss=loss) for alpha, c in zip(alphas, cs)]
+    return [_collapse([per_alpha[b] for per_alpha in runs], alphas, cs, lr, T, energies[b])
+            for b in range(len(xs))]

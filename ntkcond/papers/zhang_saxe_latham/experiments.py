@@ -30,6 +30,7 @@ from ._kit import (
     first_below,
     positive_values,
     progress_callback,
+    seed_list,
     symmetric_gaussian,
     unit_vector,
 )
@@ -57,7 +58,7 @@ from .saxe import (
     saxe_mode_strength,
     time_rescaling,
 )
-from .training import train_network, train_two_layer
+from .training import train_network, train_network_batch, train_two_layer
 
 __all__ = ["ALPHAS", "ExperimentResult", "expressivity", "equivalence", "closed_form",
            "symmetry_breaking", "deep", "symmetric_ntk"]
@@ -285,30 +286,113 @@ def closed_form(*, lrs=None, fast: bool = False, seed: int = 0,
 # ----------------------------------------------------------------------------- item 4
 
 
+def _slope_fixed_effects(X, Z, groups):
+    """Common slope of Z on X with one intercept per group (within-group least squares):
+    (slope, its standard error, residual degrees of freedom)."""
+    xt, zt = X.copy(), Z.copy()
+    for g in np.unique(groups):
+        sel = groups == g
+        xt[sel] -= X[sel].mean()
+        zt[sel] -= Z[sel].mean()
+    sxx = float(np.sum(xt**2))
+    slope = float(np.sum(xt * zt) / sxx)
+    dof = len(X) - len(np.unique(groups)) - 1
+    resid = zt - slope * xt
+    se = float(np.sqrt(np.sum(resid**2) / dof / sxx)) if dof > 0 else float("nan")
+    return slope, se, dof
+
+
+def _plateau_fit(dys, plateaus, draws, rng_seed: int = 0, resamples: int = 2000) -> dict:
+    """Fit log plateau = c_seed + p·log(1/Δy) over every (Δy, seed) with a plateau, with one
+    intercept per seed (the prefactor varies from draw to draw; the exponent is what is
+    claimed): p, its standard error and 95% interval (t-distribution), a bootstrap over seeds
+    (resample the seeds with replacement, refit; 2.5–97.5 percentiles), p per seed, the pooled
+    fit with one common intercept, local exponents between neighbouring Δy (median over
+    seeds), and the log-corrected form plateau·Δy = a + b·log(1/Δy) (b = 0: a pure 1/Δy law;
+    per-seed a, common b)."""
+    from scipy import stats
+
+    P = np.asarray(plateaus, dtype=float)  # (seeds, dys), nan where no plateau
+    inv = 1.0 / np.asarray(dys, dtype=float)
+    ok = np.isfinite(P) & (P > 0)
+    seed_of = np.broadcast_to(np.arange(len(draws))[:, None], P.shape)
+    if ok.sum() < 3 or len(set(np.nonzero(ok)[1])) < 2:
+        return {}
+    X, Z, G = np.log(np.broadcast_to(inv, P.shape)[ok]), np.log(P[ok]), seed_of[ok]
+    p, se, dof = _slope_fixed_effects(X, Z, G)
+    tq = float(stats.t.ppf(0.975, dof)) if dof > 0 else float("nan")
+    rng = np.random.default_rng(rng_seed)
+    boot = []
+    for _ in range(resamples):
+        pick = rng.integers(0, len(draws), len(draws))
+        rows = [(k, b) for k, b in enumerate(pick) if ok[b].sum() >= 2]
+        if not rows:
+            continue
+        Xb = np.concatenate([np.log(inv[ok[b]]) for _, b in rows])
+        Zb = np.concatenate([np.log(P[b][ok[b]]) for _, b in rows])
+        Gb = np.concatenate([np.full(ok[b].sum(), k) for k, b in rows])
+        boot.append(_slope_fixed_effects(Xb, Zb, Gb)[0])
+    pooled = stats.linregress(X, Z)
+    per_seed = [float(np.polyfit(np.log(inv[row]), np.log(P[b][row]), 1)[0])
+                for b, row in enumerate(ok) if row.sum() >= 2]
+    local = [[float(np.log(P[b, j + 1] / P[b, j]) / np.log(inv[j + 1] / inv[j]))
+              if ok[b, j] and ok[b, j + 1] else None for j in range(len(inv) - 1)]
+             for b in range(len(draws))]
+    b_corr, b_se, _ = _slope_fixed_effects(X, np.exp(Z) / np.exp(X), G)
+    return {
+        "points": int(ok.sum()), "model": "log plateau = c_seed + p log(1/dy)",
+        "p": p, "p_stderr": se,
+        "p_ci95_regression": [p - tq * se, p + tq * se],
+        "p_ci95_bootstrap_over_seeds": [float(np.percentile(boot, 2.5)),
+                                        float(np.percentile(boot, 97.5))],
+        "p_per_seed": {"median": float(np.median(per_seed)), "min": float(np.min(per_seed)),
+                       "max": float(np.max(per_seed))} if per_seed else None,
+        "pooled_one_intercept": {"p": float(pooled.slope), "p_stderr": float(pooled.stderr),
+                                 "A": float(np.exp(pooled.intercept))},
+        "local_p_median_between_neighbours": [
+            None if not any(v is not None for v in col) else
+            float(np.median([v for v in col if v is not None])) for col in zip(*local)],
+        "log_corrected": {"form": "plateau * dy = a_seed + b log(1/dy)", "b": b_corr,
+                          "b_stderr": b_se},
+    }
+
+
 def symmetry_breaking(*, dys=None, perturbation: str = "shift", init: str = "mirrored",
-                      fast: bool = False, seed: int = 0,
+                      whitened: bool = True, seeds=None, fast: bool = False, seed: int = 0,
                       progress: Progress | None = None) -> ExperimentResult:
     """Item 4: a target y = v·x + (even part of size Δy) is learned in two phases: the odd
     (linear) part at once, the even part after a plateau that lengthens as Δy shrinks (fitted
-    plateau ∝ (1/Δy)^p). ``perturbation``: "shift" (y(−x) = −y(x) + Δy on the mirrored half)
-    or "abs" (y = v·x + Δy|r·x|, r ⟂ v); ``init``: "mirrored" or "gaussian" (std 1e-3); ``dys``
-    default 0.2, 0.1, 0.05, 0.025 (fast: 0.1, 0.05). ReLU (α = 0), lr 0.2, whitened symmetric
-    Gaussian data (n = 200, d = 6).
+    plateau ∝ (1/Δy)^p over every (Δy, seed), with its standard error, 95% intervals from the
+    regression and from a bootstrap over seeds, p per seed and the local exponents).
+    ``perturbation``: "shift" (y(−x) = −y(x) + Δy on the mirrored half) or "abs"
+    (y = v·x + Δy|r·x|, r ⟂ v); ``init``: "mirrored" (10 pairs) or "gaussian" (width 20), std
+    1e-3; ``dys`` default 0.2, 0.1, 0.05, 0.025, 0.0125 (fast: 0.2, 0.1, 0.05); ``seeds``
+    draws (default 5, fast 3: seed, seed + 1, …; each its own data and init). ReLU (α = 0),
+    lr 0.2, symmetric Gaussian data (n = 200, d = 6), whitened unless ``whitened=False``.
     """
     if dys is None:
-        dys = (0.1, 0.05) if fast else (0.2, 0.1, 0.05, 0.025)
+        dys = (0.2, 0.1, 0.05) if fast else (0.2, 0.1, 0.05, 0.025, 0.0125)
     dys = positive_values("symmetry_breaking", "dys", dys)
     if perturbation not in ("shift", "abs") or init not in ("mirrored", "gaussian"):
         raise ValueError("symmetry_breaking: expected perturbation 'shift'|'abs' and init "
                          f"'mirrored'|'gaussian', got {perturbation!r}, {init!r}")
+    if not isinstance(whitened, bool):
+        raise TypeError(f"symmetry_breaking: expected whitened True or False, got {whitened!r}")
+    draws = seed_list("symmetry_breaking", seed, (3 if fast else 5) if seeds is None else seeds)
     bar = progress_callback(progress)
     d = 6
-    x0, x = symmetric_gaussian(100, d, seed)
     v = np.eye(d)[0]
-    if init == "mirrored":
-        W1, W2 = mirrored_init(d, 10, scale=1e-3, seed=seed)
-    else:
-        W1, W2 = gaussian_init([d, 20, 1], scale=1e-3, seed=seed)
+    data, inits = [], []
+    for sd in draws:
+        if whitened:
+            x = symmetric_gaussian(100, d, sd)[1]
+        else:
+            x0 = np.random.default_rng(sd).standard_normal((100, d))
+            x = np.concatenate([x0, -x0])
+        data.append(x)
+        inits.append(mirrored_init(d, 10, scale=1e-3, seed=sd) if init == "mirrored"
+                     else gaussian_init([d, 20, 1], scale=1e-3, seed=sd))
+    xs = np.stack(data)
     # Even-loss threshold 25%: the units aligned with v fit all but 1 - 2/pi = 36% of the
     # constant even part as soon as the linear part is learned (1 - (2/pi)^2 = 59% of the
     # |r.x| part); bias-free units cannot fit a constant below about 6% on this set; 25% needs
@@ -317,32 +401,48 @@ def symmetry_breaking(*, dys=None, perturbation: str = "shift", init: str = "mir
     described = {"shift": "y(-x) = -y(x) + dy on the mirrored half (even part dy/2)",
                  "abs": "y = v.x + dy |r.x|, r orthogonal to v (even part dy |r.x|)"}
     out = {"perturbation": described[perturbation], "init": f"{init}, scale 1e-3", "alpha": 0.0,
-           "lr": lr,
+           "lr": lr, "seeds": draws,
+           "data": ("whitened" if whitened else "not whitened") + " symmetric Gaussian, n=200, d=6",
            "definition": "plateau = t(even loss < 25% of initial) - t(odd loss < 1% of initial)",
            "results": []}
     curves = {}
-    for dy in bar(dys):
-        y = x @ v
-        if perturbation == "shift":
-            y[len(x0):] += dy
-        else:
-            y += dy * np.abs(x[:, 1])
+    plateaus = np.full((len(draws), len(dys)), np.nan)
+    for j, dy in enumerate(bar(dys)):
+        ys = []
+        for x in data:
+            y = x @ v
+            if perturbation == "shift":
+                y[len(x) // 2:] += dy
+            else:
+                y += dy * np.abs(x[:, 1])
+            ys.append(y)
         steps = int(np.ceil(150.0 / dy / lr / 2000)) * 2000
-        r = train_two_layer(x, y, W1, W2, activation=0.0, lr=lr, steps=steps,
-                            snapshot_every=steps // 2000)
-        lo, le = odd_even_losses(r, x, y)
-        t = r.time[r.snapshot_steps]
-        t_odd, t_even = first_below(t, lo, 0.01 * lo[0]), first_below(t, le, level * le[0])
-        out["results"].append({"dy": dy, "t_linear_learned": t_odd, "t_even_learned": t_even,
-                               "plateau": t_even - t_odd, "final_even_loss_fraction": le[-1] / le[0]})
-        curves[dy] = (t, lo, le)
-    ok = [e for e in out["results"] if np.isfinite(e["plateau"]) and e["plateau"] > 0]
-    out["not_left_plateau_within_150/dy"] = [e["dy"] for e in out["results"] if e not in ok]
-    if len(ok) >= 2:
-        slope, icpt = np.polyfit(np.log([1 / e["dy"] for e in ok]), np.log([e["plateau"] for e in ok]), 1)
-        out["fit"] = {"plateau ~ A * (1/dy)^p": {"p": float(slope), "A": float(np.exp(icpt))}}
-    return ExperimentResult("symmetry_breaking", out, {"losses": curves, "fitted": ok,
-                                                         "level": level})
+        runs = train_network_batch(xs, np.stack(ys), [np.stack([w[i] for w in inits]) for i in range(2)],
+                                   activation=0.0, lr=lr, steps=steps, snapshot_every=steps // 2000)
+        rows = []
+        for b, (x, y, r) in enumerate(zip(data, ys, runs)):
+            lo, le = odd_even_losses(r, x, y)
+            t = r.time[r.snapshot_steps]
+            t_odd, t_even = first_below(t, lo, 0.01 * lo[0]), first_below(t, le, level * le[0])
+            plateaus[b, j] = t_even - t_odd
+            rows.append({"seed": draws[b], "t_linear_learned": t_odd, "t_even_learned": t_even,
+                         "plateau": t_even - t_odd, "final_even_loss_fraction": le[-1] / le[0]})
+            if b == 0:
+                curves[dy] = (t, lo, le)
+        fin = plateaus[:, j][np.isfinite(plateaus[:, j])]
+        out["results"].append({
+            "dy": dy, "time": steps * lr, "per_seed": rows,
+            "plateau_median": float(np.median(fin)) if fin.size else None,
+            "plateau_min": float(np.min(fin)) if fin.size else None,
+            "plateau_max": float(np.max(fin)) if fin.size else None})
+    out["not_left_plateau_within_150/dy"] = [
+        [draws[b], dy] for b in range(len(draws)) for j, dy in enumerate(dys)
+        if not (np.isfinite(plateaus[b, j]) and plateaus[b, j] > 0)]
+    fit = _plateau_fit(dys, plateaus, draws)
+    if fit:
+        out["fit"] = {"plateau ~ A * (1/dy)^p": fit}
+    return ExperimentResult("symmetry_breaking", out, {"losses": curves, "plateaus": plateaus,
+                                                         "dys": dys, "level": level})
 
 
 # ----------------------------------------------------------------------------- item 5
@@ -352,8 +452,9 @@ def deep(*, layers: int = 4, fast: bool = False, seed: int = 0,
          progress: Progress | None = None) -> ExperimentResult:
     """Item 5: a deep (``layers`` weight layers, width 20) bias-free ReLU net and its linear
     twin trained from a small init (std 0.03) on a rank-one odd teacher (s = 2): stable rank
-    ‖W‖_F²/‖W‖₂², effective rank and positive-mass fraction of every layer at init and at the
-    end (6000 steps, lr 0.05). ``fast`` changes nothing (the run takes a few seconds).
+    ‖W‖_F²/‖W‖₂² of every layer at init, at its minimum along training (and when) and at the
+    end, effective rank and positive-mass fraction at the end (6000 steps, lr 0.05). ``fast``
+    changes nothing (the run takes a few seconds).
     """
     if not isinstance(layers, (int, np.integer)) or layers < 2:
         raise ValueError(f"deep: expected layers >= 2 weight layers, got {layers!r}")
@@ -377,6 +478,9 @@ def deep(*, layers: int = 4, fast: bool = False, seed: int = 0,
             "final_loss": float(r.loss[-1]),
             "stable_rank_init": [per_layer[0] for per_layer in ranks],
             "stable_rank_final": [per_layer[-1] for per_layer in ranks],
+            "stable_rank_min": [min(per_layer) for per_layer in ranks],
+            "stable_rank_min_time": [float(curves[name][0][int(np.argmin(per_layer))])
+                                     for per_layer in ranks],
             "effective_rank_final": [effective_rank(s[-1]) for s in r.snapshots],
             "positive_mass_fraction_final": [positive_mass_fraction(s[-1]) for s in r.snapshots],
         }

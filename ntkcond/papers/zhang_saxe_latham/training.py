@@ -24,17 +24,12 @@ from ..._core.x64 import x64
 from ...activations import Activation, parse_activation
 from ._checks import as_weights, as_xy
 
-__all__ = ["TrainResult", "train_network", "train_two_layer"]
+__all__ = ["TrainResult", "train_network", "train_network_batch", "train_two_layer"]
 
 LOSSES = ("square", "logistic")
 METHODS = ("gd", "rk4")
 
-# ----------------------------------------------------------------------------- validation
-
-
 # ----------------------------------------------------------------------------- training (JAX)
-
-
 
 
 def _objective(weights, x, y, alpha, loss: str):
@@ -51,8 +46,9 @@ def _objective(weights, x, y, alpha, loss: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _runner(loss: str, chunks: int, every: int, method: str = "gd"):
-    """A jitted loop: ``chunks`` snapshots of ``every`` steps each (GD or RK4 on the flow)."""
+def _runner(loss: str, chunks: int, every: int, method: str = "gd", batched: bool = False):
+    """A jitted loop: ``chunks`` snapshots of ``every`` steps each (GD or RK4 on the flow);
+    ``batched``: the same loop vmapped over a leading axis of the weights, x and y."""
     import jax
 
     grad = jax.value_and_grad(_objective)
@@ -79,7 +75,7 @@ def _runner(loss: str, chunks: int, every: int, method: str = "gd"):
         final, (values, snaps) = jax.lax.scan(chunk, weights, None, length=chunks)
         return final, values.reshape(-1), snaps, _objective(final, x, y, alpha, loss)
 
-    return jax.jit(run)
+    return jax.jit(jax.vmap(run, in_axes=(0, 0, 0, None, None)) if batched else run)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +104,20 @@ class TrainResult:
     loss_name: str
 
 
+def _check_run(where, activation, lr, steps, snapshot_every, loss, method):
+    act = parse_activation(activation)
+    lr = positive(lr, "lr", where)
+    steps = as_int(steps, "steps", where, 1)
+    every = steps if snapshot_every is None else as_int(snapshot_every, "snapshot_every", where, 1)
+    if steps % every:
+        raise ValueError(f"{where}: expected snapshot_every to divide steps, got {every} and {steps}")
+    if loss not in LOSSES:
+        raise ValueError(f"{where}: expected loss in {LOSSES}, got {loss!r}")
+    if method not in METHODS:
+        raise ValueError(f"{where}: expected method in {METHODS}, got {method!r}")
+    return act, lr, steps, every
+
+
 def train_network(x, y, weights, *, activation="relu", lr: float, steps: int,
                   loss: str = "square", snapshot_every: int | None = None,
                   method: str = "gd") -> TrainResult:
@@ -133,16 +143,7 @@ def train_network(x, y, weights, *, activation="relu", lr: float, steps: int,
     where = "train_network"
     x, y = as_xy(x, y, where)
     ws = as_weights(weights, where, d=x.shape[1], k=y.shape[1])
-    act = parse_activation(activation)
-    lr = positive(lr, "lr", where)
-    steps = as_int(steps, "steps", where, 1)
-    every = steps if snapshot_every is None else as_int(snapshot_every, "snapshot_every", where, 1)
-    if steps % every:
-        raise ValueError(f"{where}: expected snapshot_every to divide steps, got {every} and {steps}")
-    if loss not in LOSSES:
-        raise ValueError(f"{where}: expected loss in {LOSSES}, got {loss!r}")
-    if method not in METHODS:
-        raise ValueError(f"{where}: expected method in {METHODS}, got {method!r}")
+    act, lr, steps, every = _check_run(where, activation, lr, steps, snapshot_every, loss, method)
     import jax.numpy as jnp
 
     with x64():
@@ -155,6 +156,62 @@ def train_network(x, y, weights, *, activation="relu", lr: float, steps: int,
     return TrainResult(loss=curve, time=lr * np.arange(steps + 1), weights=final,
                        snapshot_steps=np.arange(0, steps + 1, every), snapshots=snapshots,
                        activation=act, lr=lr, loss_name=loss)
+
+
+def train_network_batch(xs, ys, weights, *, activation="relu", lr: float, steps: int,
+                        loss: str = "square", snapshot_every: int | None = None,
+                        method: str = "gd") -> list[TrainResult]:
+    """``train_network`` for B independent problems of one shape at once (one ``jax.vmap``-ed
+    loop: e.g. B seeds of one experiment), with the same slope, rate and number of steps.
+
+    Member b is trained on (xs[b], ys[b]) from [W[b] for W in weights]; its ``TrainResult``
+    agrees with ``train_network``'s for it to round-off (batched float64 products may sum in
+    another order: ~1e-16 relative).
+
+    Args:
+      xs: (B, n, d) inputs; ys: (B, n) or (B, n, k) targets.
+      weights: initial [W₁ (B, h₁, d), …, W_L (B, k, h_{L−1})].
+      activation, lr, steps, loss, snapshot_every, method: as ``train_network``.
+
+    Returns:
+      list of B ``TrainResult``.
+    """
+    where = "train_network_batch"
+    if isinstance(weights, np.ndarray) or not isinstance(weights, (list, tuple)) or not weights:
+        raise TypeError(f"{where}: expected weights as a list of 3-D arrays [W1, ..., WL] "
+                        f"(leading batch axis), got {type(weights).__name__}")
+    xs, ys = np.asarray(xs), np.asarray(ys)
+    stacked = [np.asarray(w) for w in weights]
+    if xs.ndim != 3 or ys.ndim not in (2, 3) or any(w.ndim != 3 for w in stacked):
+        raise ValueError(f"{where}: expected xs (B, n, d), ys (B, n[, k]) and 3-D weights, got "
+                         f"shapes {xs.shape}, {ys.shape}, {[w.shape for w in stacked]}")
+    B = xs.shape[0]
+    if B < 1 or ys.shape[0] != B or any(w.shape[0] != B for w in stacked):
+        raise ValueError(f"{where}: expected one leading batch size B >= 1 for xs, ys and every "
+                         f"weight, got {xs.shape[0]}, {ys.shape[0]}, {[w.shape[0] for w in stacked]}")
+    checked = [as_xy(xs[b], ys[b], where) for b in range(B)]
+    ws = [as_weights([w[b] for w in stacked], where, d=xs.shape[2], k=checked[0][1].shape[1])
+          for b in range(B)]
+    act, lr, steps, every = _check_run(where, activation, lr, steps, snapshot_every, loss, method)
+    import jax.numpy as jnp
+
+    with x64():
+        final, values, snaps, last = _runner(loss, steps // every, every, method, True)(
+            [jnp.asarray(np.stack([w[i] for w in ws])) for i in range(len(stacked))],
+            jnp.asarray(np.stack([c[0] for c in checked])),
+            jnp.asarray(np.stack([c[1] for c in checked])),
+            jnp.asarray(act.slope), jnp.asarray(lr))
+        values, last = np.asarray(values, dtype=np.float64), np.asarray(last, dtype=np.float64)
+        snaps = [np.asarray(s) for s in snaps]
+        final = [np.asarray(w) for w in final]
+    out = []
+    for b in range(B):
+        out.append(TrainResult(
+            loss=np.append(values[b], last[b]), time=lr * np.arange(steps + 1),
+            weights=tuple(w[b] for w in final), snapshot_steps=np.arange(0, steps + 1, every),
+            snapshots=tuple(np.concatenate([w0[None], s[b]]) for w0, s in zip(ws[b], snaps)),
+            activation=act, lr=lr, loss_name=loss))
+    return out
 
 
 def train_two_layer(x, y, W1, W2, **kwargs) -> TrainResult:
