@@ -10,7 +10,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-import ntkcond  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
@@ -25,7 +24,7 @@ def test_closed_form_result_is_deterministic_frozen_and_reports_progress():
         return items
 
     r = bx.closed_form(lrs=[0.05, 0.025], fast=True, progress=progress)
-    assert isinstance(r, ntkcond.ExperimentResult) and r.name == "closed_form"
+    assert isinstance(r, bx.ExperimentResult) and r.name == "closed_form"
     assert seen == [0.0, 0.5, 1.0]  # the fast slopes α, each handed to the progress bar
     # GD vs the exact discrete map u ← u(1 + ηc(s − u))²: the same recursion in another order,
     # ≤ 240 steps of round-off on u ≤ s = 3 (measured ≤ 1.2e-15 of s).
@@ -216,7 +215,7 @@ def test_deep_reports_the_minimum_stable_rank_along_training():
     (lambda: ix.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
     (lambda: ix.large_init(seeds=0), r"large_init: expected seeds as a whole number >= 1, got 0"),
     (lambda: ix.large_init(seeds=2.0), r"large_init: expected seeds as a whole number >= 1"),
-    (lambda: plot(ntkcond.ExperimentResult("nope", {}, {})), r"plot: expected one of"),
+    (lambda: plot(bx.ExperimentResult("nope", {}, {})), r"plot: expected one of"),
 ])
 def test_bad_input_names_the_function(call, message):
     with pytest.raises(ValueError, match=message):
