@@ -151,6 +151,26 @@ def test_tiny_angles_need_the_data_route():
     assert abs(kernel_route - exact) / exact > 1e-4  # measured: several percent
 
 
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_smallest_gradient_angle_pairs_route_equals_full_matrix(activation):
+    # The closest/farthest-pair route (default) and the n × n recursion: same pair, angles to
+    # 1e-12 relative (both evaluate the recursion at the same pair; the input angles differ by
+    # ≲ 1e-16/sin θ between the Gram and Kahan routes away from 0 and π).
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((40, 6))
+    x[20] = x[3]  # exact tie θ = 0 with (3, 33): the lower pair wins in both routes
+    x[33] = x[3]
+    x[25] = -x[7] + 1e-8 * rng.standard_normal(6)  # θ_hi > π/2: certificates are consulted
+    for data in (x, x[21:], rng.standard_normal((30, 50))):
+        for trainable in ("all", "first", "last"):
+            for depth in (0, 1, 4, 10):
+                got = smallest_gradient_angle(data, depth=depth, activation=activation, trainable=trainable)
+                ref = smallest_gradient_angle(data, depth=depth, activation=activation, trainable=trainable,
+                                              method="recursion")
+                assert got[1:] == ref[1:]
+                assert got[0] == pytest.approx(ref[0], rel=1e-12, abs=0)
+
+
 def test_input_angles_near_zero_and_pi():
     rng = np.random.default_rng(1)
     v = rng.standard_normal(20)
@@ -208,6 +228,9 @@ def test_agreement_with_neural_tangents(digits_batch):
         (lambda x: infinite_ntk(x[:3], depth=1, trainable=[2]), ValueError, r"indices in \[0, 1\]"),
         (lambda x: infinite_ntk("abc", depth=1), TypeError, "x1 as an"),
         (lambda x: smallest_gradient_angle(x[:1], depth=1), ValueError, "n >= 2"),
+        (lambda x: smallest_gradient_angle(x, depth=1, method="gram"), ValueError,
+         "smallest_gradient_angle: expected method 'pairs' or 'recursion'"),
+        (lambda x: smallest_gradient_angle(x, depth=1, trainable=[3]), ValueError, r"indices in \[0, 1\]"),
     ],
 )
 def test_bad_inputs(digits_batch, call, err, match):

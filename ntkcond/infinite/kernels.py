@@ -32,7 +32,8 @@ from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
 from ..activations import parse_activation
 from ..spectrum import argmin_upper
 from ._recursion import angle_from, gradient_recursion
-from .geometry import pair_geometry
+from .extremes import extreme_pairs, smallest_from_extremes
+from .geometry import normalised_rows, pair_geometry
 
 __all__ = [
     "infinite_nngp",
@@ -134,19 +135,38 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
     return phi
 
 
-def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all") -> tuple[float, int, int]:
+def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all",
+                            method: str = "pairs") -> tuple[float, int, int]:
     """Smallest angle between infinite-width model gradients over all pairs of rows of x.
+
+    φ depends on the input angle θ only; where φ_L has no interior minimum between the data's
+    smallest and largest input angles (proved or verified by ``unimodal.certify``), the answer
+    is at the closest or the farthest pair, found in GEMM blocks without an n × n matrix
+    (``extremes``): ``method="pairs"``, the default. Otherwise, or with
+    ``method="recursion"``, φ is computed for every pair (n × n matrix, ``gradient_angles``).
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
       depth, activation, trainable: as in ``infinite_ntk``.
+      method: "pairs" (default) or "recursion".
 
     Returns:
-      (angle in radians, i, j) with i < j.
+      (angle in radians, i, j) with i < j; ties to the lowest (i, j) in row-major order.
     """
-    x = as_data(x, "smallest_gradient_angle", "x")
+    where = "smallest_gradient_angle"
+    x = as_data(x, where, "x")
     if x.shape[0] < 2:
-        raise ValueError(f"smallest_gradient_angle: expected n >= 2 rows, got shape {x.shape}")
+        raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
+    if method not in ("pairs", "recursion"):
+        raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
+    depth = as_depth(depth, where)
+    if method == "pairs":
+        parse_activation(activation)
+        resolve_trainable(trainable, depth, where)
+        xh, _ = normalised_rows(x, where, "x")
+        found = smallest_from_extremes(extreme_pairs(xh), activation, [depth], trainable)[depth]
+        if found is not None:
+            return found
     phi = gradient_angles(x, depth=depth, activation=activation, trainable=trainable)
     return argmin_upper(phi)
 
