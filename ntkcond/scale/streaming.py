@@ -375,9 +375,9 @@ def _pairs_route(xh, *, block, backend, devices, dtype, checkpoint, progress, ma
     """One sweep of screened-cosine blocks: (ExtremePairs, devices, seconds, start row)."""
     n = xh.shape[0]
     search = ExtremeSearch(xh, dtype=dtype)
-    fingerprint = {"method": "pairs", "n": int(n), "d": int(xh.shape[1]), "block": block,
-                   "dtype": dtype,
-                   "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest()}
+    fingerprint = None if checkpoint is None else {
+        "method": "pairs", "n": int(n), "d": int(xh.shape[1]), "block": block, "dtype": dtype,
+        "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest()}
     start_row, state, seconds_before = _load_state(checkpoint, fingerprint, _PAIRS_KIND, where)
     if state is not None:
         search.restore(state)
@@ -415,7 +415,7 @@ def _recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, wor
                      progress, max_row_blocks, where):
     """The recursion over all pairs: ({target: (value, i, j)}, devices, seconds, start row)."""
     n = xh.shape[0]
-    fingerprint = _fingerprint(xh, block, plan, trainable, dtype)
+    fingerprint = None if checkpoint is None else _fingerprint(xh, block, plan, trainable, dtype)
     start_row, best, seconds_before = _load_checkpoint(checkpoint, fingerprint, where)
     n_rows = -(-n // block)
 
