@@ -10,10 +10,10 @@ verifies this per (activation, depth, trainable set); targets it does not cover 
 recursion over all pairs (the callers' fallback).
 
 **Screening.** With x̂ the float64 unit rows (``normalised_rows``), pairs i < j are visited in
-b × b blocks of the upper triangle of the Gram matrix x̂x̂ᵀ (numpy: one GEMM per b × 4b), keeping the
-running maximum and minimum of the screened cosine ĉ_ij and every pair within ``margin`` of
-them; those candidates are then recomputed exactly (``kahan_angles``, θ̃ = 2 atan2(‖x̂_i − x̂_j‖,
-‖x̂_i + x̂_j‖) in float64) and the smallest / largest θ̃ taken.
+b × b blocks of the upper triangle of the Gram matrix x̂x̂ᵀ (numpy: one GEMM per b × 4b),
+keeping the running maximum and minimum of the screened cosine ĉ_ij and every pair within
+``margin`` of them; those candidates are then recomputed exactly (``kahan_angles``,
+θ̃ = 2 atan2(‖x̂_i − x̂_j‖, ‖x̂_i + x̂_j‖) in float64) and the smallest / largest θ̃ taken.
 
 **Margin (rigorous).** u = 2⁻⁵³; γ_k = k·u'/(1 − k·u') for a unit roundoff u'; N_i = ‖x̂_i‖²
 (exact), η = max_i |N_i − 1|, bounded from the float64 squared norms s_i through
