@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import _reference as ref
 from ntkcond import (
@@ -212,6 +214,24 @@ def test_agreement_with_neural_tangents(digits_batch):
                 if depth in (1, 10):
                     k_nt = conditioning(np.asarray(k.ntk)).kappa_eff
                     assert k_nt == pytest.approx(conditioning(ntk).kappa_eff, rel=1e-5)
+
+
+@given(n=st.integers(2, 16), d=st.integers(1, 4), seed=st.integers(0, 2**32 - 1),
+       copy=st.sampled_from([None, 1.0, -1.0, 2.5]),
+       activation=st.sampled_from(["relu", "leaky:0.2", "leaky:0.7", "linear"]),
+       trainable=st.sampled_from(["all", "first", "last"]), depth=st.integers(0, 12))
+def test_pairs_route_property(n, d, seed, copy, activation, trainable, depth):
+    # Small random data, d = 1 included (every angle is exactly 0 or π: ties everywhere), with
+    # a duplicated, negated or scaled row: the two routes give the same pair, angles to 1e-12.
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    if copy is not None:
+        x[-1] = copy * x[0]
+    kwargs = dict(depth=depth, activation=activation, trainable=trainable)
+    got = smallest_gradient_angle(x, **kwargs)
+    ref_ = smallest_gradient_angle(x, method="recursion", **kwargs)
+    assert got[1:] == ref_[1:]
+    assert got[0] == pytest.approx(ref_[0], rel=1e-12, abs=1e-300)  # abs: exact 0 for duplicates
 
 
 @pytest.mark.parametrize(
