@@ -22,7 +22,8 @@ block of the unit rows → θ₀ (Kahan's formula within 0.1 rad of 0 or π, exa
 ``ntkcond.infinite``) → one pass of the angle-native recursion for every depth at once →
 per depth, the block minimum of tan²(φ/2) = R/Z, which is increasing in φ, so φ itself is
 evaluated only at the minimiser. The running minimum and its pair are kept in float64.
-The reference, and ~30 times the cost of the pairs route for depths 0–10.
+The reference; 18–25 times the pairs route's time on the MNIST test set, depths 0–10
+(``benchmarks/results/min_angle_mnist10k.md``).
 
 Memory is O(b² + n·d) whatever n is. Linear nets have φ = θ₀ at every depth and for every
 trainable set, so their answer is the smallest input angle.
