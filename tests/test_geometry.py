@@ -193,7 +193,8 @@ def test_kernels_outside_float64_range_are_refused(scale, kernel):
 
 @pytest.mark.parametrize("call, where", [
     (lambda x: infinite_ntk(x, depth=1), "infinite_ntk"),
-    (lambda x: smallest_gradient_angle(x, depth=1), "smallest_gradient_angle"),
+    # the default pairs route needs no n × n matrix; the recursion route does
+    (lambda x: smallest_gradient_angle(x, depth=1, method="recursion"), "smallest_gradient_angle"),
     (lambda x: gradient_angles(x, depth=1), "gradient_angles"),
 ])
 def test_too_many_rows_are_refused_before_allocating(call, where):

@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import _reference as ref
 from ntkcond import (
@@ -151,6 +153,26 @@ def test_tiny_angles_need_the_data_route():
     assert abs(kernel_route - exact) / exact > 1e-4  # measured: several percent
 
 
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_smallest_gradient_angle_pairs_route_equals_full_matrix(activation):
+    # The closest/farthest-pair route (default) and the n × n recursion: same pair, angles to
+    # 1e-12 relative (both evaluate the recursion at the same pair; the input angles differ by
+    # ≲ 1e-16/sin θ between the Gram and Kahan routes away from 0 and π).
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((40, 6))
+    x[20] = x[3]  # exact tie θ = 0 with (3, 33): the lower pair wins in both routes
+    x[33] = x[3]
+    x[25] = -x[7] + 1e-8 * rng.standard_normal(6)  # θ_hi > π/2: certificates are consulted
+    for data in (x, x[21:], rng.standard_normal((30, 50))):
+        for trainable in ("all", "first", "last"):
+            for depth in (0, 1, 4, 10):
+                got = smallest_gradient_angle(data, depth=depth, activation=activation, trainable=trainable)
+                ref = smallest_gradient_angle(data, depth=depth, activation=activation, trainable=trainable,
+                                              method="recursion")
+                assert got[1:] == ref[1:]
+                assert got[0] == pytest.approx(ref[0], rel=1e-12, abs=0)
+
+
 def test_input_angles_near_zero_and_pi():
     rng = np.random.default_rng(1)
     v = rng.standard_normal(20)
@@ -194,6 +216,24 @@ def test_agreement_with_neural_tangents(digits_batch):
                     assert k_nt == pytest.approx(conditioning(ntk).kappa_eff, rel=1e-5, abs=0)
 
 
+@given(n=st.integers(2, 16), d=st.integers(1, 4), seed=st.integers(0, 2**32 - 1),
+       copy=st.sampled_from([None, 1.0, -1.0, 2.5]),
+       activation=st.sampled_from(["relu", "leaky:0.2", "leaky:0.7", "linear"]),
+       trainable=st.sampled_from(["all", "first", "last"]), depth=st.integers(0, 12))
+def test_pairs_route_property(n, d, seed, copy, activation, trainable, depth):
+    # Small random data, d = 1 included (every angle is exactly 0 or π: ties everywhere), with
+    # a duplicated, negated or scaled row: the two routes give the same pair, angles to 1e-12.
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    if copy is not None:
+        x[-1] = copy * x[0]
+    kwargs = dict(depth=depth, activation=activation, trainable=trainable)
+    got = smallest_gradient_angle(x, **kwargs)
+    ref_ = smallest_gradient_angle(x, method="recursion", **kwargs)
+    assert got[1:] == ref_[1:]
+    assert got[0] == pytest.approx(ref_[0], rel=1e-12, abs=1e-300)  # abs: exact 0 for duplicates
+
+
 @pytest.mark.parametrize(
     "call, err, match",
     [
@@ -208,6 +248,9 @@ def test_agreement_with_neural_tangents(digits_batch):
         (lambda x: infinite_ntk(x[:3], depth=1, trainable=[2]), ValueError, r"indices in \[0, 1\]"),
         (lambda x: infinite_ntk("abc", depth=1), TypeError, "x1 as an"),
         (lambda x: smallest_gradient_angle(x[:1], depth=1), ValueError, "n >= 2"),
+        (lambda x: smallest_gradient_angle(x, depth=1, method="gram"), ValueError,
+         "smallest_gradient_angle: expected method 'pairs' or 'recursion'"),
+        (lambda x: smallest_gradient_angle(x, depth=1, trainable=[3]), ValueError, r"indices in \[0, 1\]"),
     ],
 )
 def test_bad_inputs(digits_batch, call, err, match):

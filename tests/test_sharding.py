@@ -1,4 +1,6 @@
-"""Multi-device runs equal single-device runs: 4 CPU devices forced with XLA_FLAGS.
+"""Multi-device runs equal single-device runs: 4 CPU devices forced with XLA_FLAGS, for both
+routes of ``streaming_smallest_angles`` (pairs: the jitted block max/min and candidates;
+recursion: the jitted recursion) and for ``blockwise_ntk``.
 
 The device count of a JAX process is fixed at start-up, so the 4-device run is a subprocess.
 Tolerance 1e-12 relative (the issue's): every device evaluates the same jitted recursion on
@@ -26,8 +28,10 @@ CHILD = textwrap.dedent(
     x[150] = x[3] + 1e-9  # a refined (near-parallel) pair
     out = {"device_count": jax.device_count()}
     for devices in (1, 4):
-        res = streaming_smallest_angles(x, depths=[0, 1, 4], block=32, backend="jax", devices=devices)
-        out[f"angles{devices}"] = [[r.activation, r.depth, r.angle, list(r.pair)] for r in res.results]
+        for method in ("pairs", "recursion"):
+            res = streaming_smallest_angles(x, depths=[0, 1, 4], block=32, backend="jax", devices=devices,
+                                            method=method)
+            out[f"{method}{devices}"] = [[r.activation, r.depth, r.angle, list(r.pair)] for r in res.results]
         out[f"used{devices}"] = res.devices
         K = blockwise_ntk(x[:150], depths=[3], activation="relu", block=32, backend="jax",
                           devices=devices)[3]
@@ -45,7 +49,11 @@ def test_four_cpu_devices_equal_one_device():
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["device_count"] == 4 and out["used4"] == 4 and out["used1"] == 1
-    for (a1, L1, v1, p1), (a4, L4, v4, p4) in zip(out["angles1"], out["angles4"]):
+    assert out["pairs1"] == out["pairs4"]  # rechecked on the host: identical
+    for (a1, L1, v1, p1), (a4, L4, v4, p4) in zip(out["recursion1"], out["recursion4"]):
+        assert (a1, L1, p1) == (a4, L4, p4)
+        np.testing.assert_allclose(v4, v1, rtol=1e-12, atol=0)
+    for (a1, L1, v1, p1), (a4, L4, v4, p4) in zip(out["pairs1"], out["recursion4"]):
         assert (a1, L1, p1) == (a4, L4, p4)
         np.testing.assert_allclose(v4, v1, rtol=1e-12, atol=0)
     np.testing.assert_allclose(np.array(out["kernel4"]), np.array(out["kernel1"]), rtol=1e-12, atol=0)

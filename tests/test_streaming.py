@@ -1,11 +1,13 @@
-"""Streaming smallest gradient angle against brute force (the full n × n angle matrix).
+"""Streaming smallest gradient angle against brute force (the full n × n angle matrix), and
+the pairs route (closest/farthest pair, the default) against the recursion route.
 
 Tolerance: 1e-12 relative. Both routes evaluate the same recursion on input angles that agree
 to the last bits: a blocked Gram product can differ from the full one by an ulp, moving θ₀ by
 ≲ 1e-16/sin θ₀ ≤ 1e-15 (θ₀ ≥ 0.1 rad off the refined band), and the recursion is
 well-conditioned (angles eq. (4)); near 0 and π both routes use the exact route
 (``geometry.exact_angles``) on the same rows and pairs, bit for bit. The pair is checked by its brute-force angle (near-ties may pick
-either of two pairs whose angles agree to ~1e-16).
+either of two pairs whose angles agree to ~1e-16). The pairs route evaluates the same recursion
+at the closest/farthest pair, whose angles it rechecks with the same exact route: the same 1e-12.
 """
 import json
 import tracemalloc
@@ -75,40 +77,130 @@ def test_trainable_first_and_last_equal_brute_force(digits300):
         assert_matches(digits300[:150], res, trainable)
 
 
-def test_overflowing_refinement_falls_back_to_host(monkeypatch):
+@pytest.mark.parametrize("method", ["pairs", "recursion"])
+def test_overflowing_refinement_falls_back_to_host(monkeypatch, method):
     from ntkcond.scale import sharded as sharding
 
     rng = np.random.default_rng(2)
     base = rng.standard_normal((6, 10))
     x = np.repeat(base, 8, axis=0) + 1e-3 * rng.standard_normal((48, 10))  # many pairs < 0.1 rad
+    x[47] = x[3]  # an exact tie at θ = 0 with more than 3 pairs in reach of the float32 margin
     monkeypatch.setattr(sharding, "_REFINE_CAPACITY", 3)
-    res = streaming_smallest_angles(x, depths=[0, 3], block=16, backend="jax")
+    for dtype in ("float64", "float32"):
+        res = streaming_smallest_angles(x, depths=[0, 3], block=16, backend="jax", dtype=dtype,
+                                        method=method)
+        assert_matches(x, res)
+
+
+def ties_and_near_duplicates(rng, n=70, d=9):
+    """Exact duplicates (θ = 0 ties), near-duplicates at 1e-12 and 1e-7, a near-antipodal pair."""
+    x = rng.standard_normal((n, d))
+    x[30] = x[4]
+    x[31] = x[4]
+    x[52] = x[9]
+    x[40] = x[11] + 1e-12 * rng.standard_normal(d)
+    x[41] = x[17] + 1e-7 * rng.standard_normal(d)
+    x[60] = -x[2] + 1e-9 * rng.standard_normal(d)
+    return x
+
+
+@pytest.mark.parametrize("activation", ["relu", "leaky:0.2", "linear"])
+@pytest.mark.parametrize("trainable", ["all", "first", "last"])
+def test_pairs_route_equals_recursion_route(digits300, activation, trainable):
+    rng = np.random.default_rng(7)
+    data = [digits300[:120], planted(rng), ties_and_near_duplicates(rng), rng.standard_normal((40, 3))]
+    for x in data:
+        kwargs = dict(depths=range(11), activations=[activation], trainable=trainable, block=16,
+                      backend="numpy")
+        new = streaming_smallest_angles(x, method="pairs", **kwargs)
+        old = streaming_smallest_angles(x, method="recursion", **kwargs)
+        assert new.method == "pairs" and new.fallback == () and old.method == "recursion"
+        assert new.input_pair == old.input_pair
+        for a, b in zip(new.results, old.results):
+            assert (a.activation, a.depth, a.pair) == (b.activation, b.depth, b.pair)
+            np.testing.assert_allclose(a.angle, b.angle, rtol=RTOL, atol=0)
+
+
+def test_pairs_route_with_layer_indices(digits300):
+    x = ties_and_near_duplicates(np.random.default_rng(8))
+    for trainable in ((0, 2), (1, 2)):
+        kwargs = dict(depths=range(2, 9), activations=["relu", "leaky:0.2"], trainable=trainable,
+                      block=16, backend="numpy")
+        new = streaming_smallest_angles(x, **kwargs)
+        old = streaming_smallest_angles(x, method="recursion", **kwargs)
+        assert [r.pair for r in new.results] == [r.pair for r in old.results]
+        np.testing.assert_allclose([r.angle for r in new.results], [r.angle for r in old.results],
+                                   rtol=RTOL, atol=0)
+
+
+def test_uncovered_targets_fall_back_to_the_recursion(monkeypatch, tmp_path):
+    from ntkcond.infinite import extremes, unimodal
+
+    def refuse(activation, depths, trainable="all"):  # a planted failure for depth 3 only
+        return tuple(unimodal.Certificate(activation.name, L, trainable, "floor" if L == 3 else "proof",
+                                          0.1, 3.1, 0.0, 1) for L in sorted(depths))
+
+    monkeypatch.setattr(extremes, "certify", refuse)
+    x = planted(np.random.default_rng(1))  # θ_hi > π/2: certificates are consulted
+    path = tmp_path / "ckpt.json"
+    res = streaming_smallest_angles(x, depths=[1, 3], activations=["relu", "leaky:0.2", "linear"],
+                                    block=32, backend="numpy", checkpoint=str(path))
+    assert res.method == "pairs" and res.fallback == (("relu", 3), ("leaky:0.2", 3))
     assert_matches(x, res)
+    assert path.exists() and not (tmp_path / "ckpt.json.recursion").exists()
 
 
-def test_checkpoint_resumes_to_the_same_result(tmp_path, digits300):
+def test_pairs_checkpoint_resumes_to_the_same_result(tmp_path, digits300):
     x = digits300[:200]
     path = tmp_path / "ckpt.json"
     kwargs = dict(depths=[0, 2], block=40, backend="numpy", checkpoint=str(path))
     partial = streaming_smallest_angles(x, max_row_blocks=2, **kwargs)
     state = json.loads(path.read_text())
     assert state["next_row_block"] == 2 and partial.resumed_from_row_block == 0
+    assert state["kind"].endswith(".pairs")
+    assert partial.pairs == 200 * 199 // 2  # as the recursion route: rows done so far only
     resumed = streaming_smallest_angles(x, **kwargs)
     assert resumed.resumed_from_row_block == 2
     full = streaming_smallest_angles(x, depths=[0, 2], block=40, backend="numpy")
     assert resumed.results == full.results
+    # a pairs checkpoint does not depend on the targets: other depths resume from it too
+    other = streaming_smallest_angles(x, depths=[5], activations=["leaky:0.2"], block=40,
+                                      backend="numpy", checkpoint=str(path))
+    assert other.resumed_from_row_block == 5 and other.results[0] == streaming_smallest_angles(
+        x, depths=[5], activations=["leaky:0.2"], block=40, backend="numpy").results[0]
+    with pytest.raises(ValueError, match="another run.*block"):
+        streaming_smallest_angles(x, depths=[0, 2], block=50, backend="numpy", checkpoint=str(path))
+    with pytest.raises(ValueError, match="checkpoint of the other method"):
+        streaming_smallest_angles(x, depths=[0, 2], block=40, backend="numpy", checkpoint=str(path),
+                                  method="recursion")
+
+
+def test_checkpoint_resumes_to_the_same_result(tmp_path, digits300):
+    x = digits300[:200]
+    path = tmp_path / "ckpt.json"
+    kwargs = dict(depths=[0, 2], block=40, backend="numpy", checkpoint=str(path), method="recursion")
+    partial = streaming_smallest_angles(x, max_row_blocks=2, **kwargs)
+    state = json.loads(path.read_text())
+    assert state["next_row_block"] == 2 and partial.resumed_from_row_block == 0
+    resumed = streaming_smallest_angles(x, **kwargs)
+    assert resumed.resumed_from_row_block == 2
+    full = streaming_smallest_angles(x, depths=[0, 2], block=40, backend="numpy", method="recursion")
+    assert resumed.results == full.results
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
     with pytest.raises(ValueError, match="another run.*depths"):
-        streaming_smallest_angles(x, depths=[0, 3], block=40, backend="numpy", checkpoint=str(path))
+        streaming_smallest_angles(x, depths=[0, 3], block=40, backend="numpy", checkpoint=str(path),
+                                  method="recursion")
     path.write_text("{not json")
     with pytest.raises(ValueError, match="cannot read checkpoint"):
         streaming_smallest_angles(x, **kwargs)
 
 
-def test_memory_is_blockwise_not_quadratic():
+@pytest.mark.parametrize("method", ["pairs", "recursion"])
+def test_memory_is_blockwise_not_quadratic(method):
     x = np.random.default_rng(3).standard_normal((3000, 8))
     tracemalloc.start()
-    streaming_smallest_angles(x, depths=[1], activations=["relu"], block=128, backend="numpy", workers=1)
+    streaming_smallest_angles(x, depths=[1], activations=["relu"], block=128, backend="numpy", workers=1,
+                              method=method)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 3000 * 3000 * 8 / 4  # an n × n float64 array would be 72 MB; blocks need ~5 MB
@@ -133,6 +225,7 @@ def test_kernel_features_equal_dense_kernel_angle():
      (dict(block=1), ValueError, "block size >= 2"),
      (dict(backend="gpu"), ValueError, "backend 'auto'"),
      (dict(backend="numpy", dtype="float32"), ValueError, "numpy backend computes in float64"),
+     (dict(method="closest"), ValueError, "method 'pairs' or 'recursion'"),
      (dict(x=np.zeros((3, 2))), ValueError, "nonzero rows"),
      (dict(depths=[]), ValueError, "at least one depth"),
      (dict(x="abc"), TypeError, "streaming_smallest_angles")],
@@ -145,15 +238,26 @@ def test_bad_input(kwargs, exc, message):
 
 
 def test_jax_float32_is_close_to_float64(digits300):
-    # float32 blocks (eps 1.2e-7): cos θ₀ carries ~d·eps = 1e-5 absolute error at worst
-    # (d = 64 products), θ₀ ≥ 0.1 rad off the refined band turns that into ≤ 1e-4 relative,
-    # and the recursion is well-conditioned; the flagged band is recomputed in float64.
+    # Recursion route: float32 blocks (eps 1.2e-7): cos θ₀ carries ~d·eps = 1e-5 absolute error
+    # at worst (d = 64 products), θ₀ ≥ 0.1 rad off the refined band turns that into ≤ 1e-4
+    # relative, and the recursion is well-conditioned; the flagged band is recomputed in float64.
     x = digits300[:200]
-    res = streaming_smallest_angles(x, depths=[0, 3], block=64, backend="jax", dtype="float32")
+    res = streaming_smallest_angles(x, depths=[0, 3], block=64, backend="jax", dtype="float32",
+                                    method="recursion")
     assert res.dtype == "float32"
     for r in res.results:
         best = brute_force(x, r.depth, r.activation).min()
         np.testing.assert_allclose(r.angle, best, rtol=1e-4)
+
+
+def test_jax_float32_screening_is_exact(digits300):
+    # Pairs route: float32 only screens (with the float32 margin); the answers are rechecked in
+    # float64, so they equal the float64 numpy route exactly (same pairs, same floats).
+    x = digits300[:200]
+    kwargs = dict(depths=[0, 3, 10], activations=["relu", "leaky:0.2", "linear"], block=64)
+    res = streaming_smallest_angles(x, backend="jax", dtype="float32", **kwargs)
+    ref = streaming_smallest_angles(x, backend="numpy", **kwargs)
+    assert res.dtype == "float32" and res.results == ref.results
 
 
 @pytest.mark.parametrize("trainable", ["all", "first", (1, 2)])

@@ -5,6 +5,8 @@ derivative factor ġ(θ), gradient angle φ(θ, L), small-angle law, infinite-de
 ``geometry``: input angles between rows, to full float64 accuracy.
 ``kernels``: the analytic NNGP and NTK, per-layer contributions, gradient angles computed
 from the data, and depth sweeps sharing one pass of the recursion.
+``unimodal``: certificates that φ_L(θ) has no interior minimum; ``extremes``: the closest and
+farthest pairs in angle in GEMM time, at which the smallest gradient angle then lies.
 All float64; angles in radians.
 """
 from . import angles as angles

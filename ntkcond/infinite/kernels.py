@@ -34,7 +34,8 @@ from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
 from ..activations import parse_activation
 from ..spectrum import argmin_upper
 from ._recursion import angle_from, gradient_recursion
-from .geometry import PAIR_ARRAYS, check_scale, pair_geometry
+from .extremes import extreme_pairs, smallest_from_extremes
+from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
 __all__ = [
     "infinite_nngp",
@@ -146,20 +147,38 @@ def _gradient_angles(x1, x2, depth, activation, trainable, where):
     return phi
 
 
-def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all") -> tuple[float, int, int]:
+def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all",
+                            method: str = "pairs") -> tuple[float, int, int]:
     """Smallest angle between infinite-width model gradients over all pairs of rows of x.
+
+    φ depends on the input angle θ only; where φ_L has no interior minimum between the data's
+    smallest and largest input angles (proved or verified by ``unimodal.certify``), the answer
+    is at the closest or the farthest pair, found in GEMM blocks without an n × n matrix
+    (``extremes``): ``method="pairs"``, the default. Otherwise, or with
+    ``method="recursion"``, φ is computed for every pair (n × n matrix, ``gradient_angles``).
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
       depth, activation, trainable: as in ``infinite_ntk``.
+      method: "pairs" (default) or "recursion".
 
     Returns:
-      (angle in radians, i, j) with i < j.
+      (angle in radians, i, j) with i < j; ties to the lowest (i, j) in row-major order.
     """
     where = "smallest_gradient_angle"
     x = as_data(x, where, "x")
     if x.shape[0] < 2:
         raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
+    if method not in ("pairs", "recursion"):
+        raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
+    depth = as_depth(depth, where)
+    if method == "pairs":
+        parse_activation(activation)
+        resolve_trainable(trainable, depth, where)
+        xh, _ = normalised_rows(x, where, "x")
+        found = smallest_from_extremes(extreme_pairs(xh, x=x), activation, [depth], trainable)[depth]
+        if found is not None:
+            return found
     phi = _gradient_angles(x, None, depth, activation, trainable, where)
     return argmin_upper(phi)
 

@@ -17,6 +17,10 @@ and recomputed on the host in float64, exactly from the original rows
 (``ntkcond.infinite.geometry.exact_angles``), with the numpy recursion, as in
 ``ntkcond.infinite``; a block with more flagged pairs is recomputed on the host whole.
 
+The pairs route of ``streaming_smallest_angles`` (``ShardedExtremeBlocks``) needs only the
+Gram blocks: each device returns its block's max/min cosine over pairs i < j and the pairs
+within the screening margin of them (``ntkcond.infinite.extremes``), rechecked on the host.
+
 float64 is scoped with a context manager (``x64``), never switched on globally.
 """
 from __future__ import annotations
@@ -188,6 +192,89 @@ def _device_block(xr, xc, r0, c0, *, n, plan):
     count = jnp.sum(flagged)
     stack = lambda v: jnp.stack(v)[None]  # noqa: E731
     return stack(ks), stack(keys), stack(first), stack(second), idx[None], count[None]
+
+
+class ShardedExtremeBlocks:
+    """Block rows of screened cosines for ``ExtremeSearch`` (the pairs route), sharded.
+
+    Each device computes its b × b block of x̂x̂ᵀ under ``jax.jit`` (``dtype`` float64, or
+    float32 at HIGHEST matmul precision), the block's largest and smallest cosine over pairs
+    i < j, and the pairs within the search's margin of max(running, block) extremes (up to
+    ``_REFINE_CAPACITY``; a block with more is recomputed on the host in float64). The host
+    merges them into the search, which rechecks candidates exactly in float64.
+    """
+
+    def __init__(self, xh, block, search, *, devices=None, dtype="float64", where="sharding"):
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        self.xh, self.block, self.search = xh, block, search
+        self.n = xh.shape[0]
+        self.mesh = device_mesh(_devices(devices, where))
+        self.n_devices = self.mesh.devices.size
+        self.chunk = self.n_devices * block
+        n_rows = -(-self.n // block)
+        self.xpad = np.zeros(((n_rows + self.n_devices) * block, xh.shape[1]), dtype=dtype)
+        self.xpad[: self.n] = xh
+        self.col_sharding = NamedSharding(self.mesh, P("d"))
+        self.replicated = NamedSharding(self.mesh, P())
+        with x64():
+            self.fn = jax.jit(_shard_map()(
+                functools.partial(_device_extremes, n=self.n, margin=search.margin,
+                                  capacity=_REFINE_CAPACITY),
+                mesh=self.mesh,
+                in_specs=(P(), P("d"), P(), P(), P(), P()),
+                out_specs=(P("d"),) * 8,
+            ))
+
+    def row(self, I):
+        import jax
+
+        b, n, search = self.block, self.n, self.search
+        r0 = I * b
+        with x64():
+            xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
+            for c0 in range(r0, n, self.chunk):
+                xc = jax.device_put(self.xpad[c0 : c0 + self.chunk], self.col_sharding)
+                res = self.fn(xr, xc, np.int64(r0), np.int64(c0), np.float64(search.hi),
+                              np.float64(search.lo))
+                bmax, bmin, k_hi, v_hi, n_hi, k_lo, v_lo, n_lo = (
+                    np.asarray(a) for a in jax.device_get(res))
+                for dev in range(self.n_devices):
+                    cd = c0 + dev * b
+                    if cd >= n:
+                        break
+                    if max(n_hi[dev], n_lo[dev]) > _REFINE_CAPACITY:  # the block on the host
+                        r1, c1 = min(n, r0 + b), min(n, cd + b)
+                        search.add_block(self.xh[r0:r1] @ self.xh[cd:c1].T, r0, cd)
+                        continue
+                    i_hi, j_hi = np.divmod(k_hi[dev, : n_hi[dev]].astype(np.int64), b)
+                    i_lo, j_lo = np.divmod(k_lo[dev, : n_lo[dev]].astype(np.int64), b)
+                    search.add_summary(bmax[dev], bmin[dev],
+                                       r0 + i_hi, cd + j_hi, v_hi[dev, : n_hi[dev]],
+                                       r0 + i_lo, cd + j_lo, v_lo[dev, : n_lo[dev]])
+
+
+def _device_extremes(xr, xc, r0, c0, hi, lo, *, n, margin, capacity):
+    """One device's b × b block of screened cosines: extremes and the pairs near them."""
+    import jax
+    import jax.numpy as jnp
+
+    b, bl = xr.shape[0], xc.shape[0]
+    cols = c0 + jax.lax.axis_index("d") * bl + jnp.arange(bl)
+    rows = r0 + jnp.arange(b)
+    valid = (rows[:, None] < cols[None, :]) & (cols[None, :] < n)
+    G = jnp.matmul(xr, xc.T, precision=jax.lax.Precision.HIGHEST).astype(jnp.float64)
+    bmax = jnp.max(jnp.where(valid, G, -jnp.inf))
+    bmin = jnp.min(jnp.where(valid, G, jnp.inf))
+    near_hi = valid & (G >= jnp.maximum(hi, bmax) - margin)
+    near_lo = valid & (G <= jnp.minimum(lo, bmin) + margin)
+    (k_hi,) = jnp.nonzero(near_hi.ravel(), size=capacity, fill_value=0)
+    (k_lo,) = jnp.nonzero(near_lo.ravel(), size=capacity, fill_value=0)
+    flat = G.ravel()
+    return (bmax[None], bmin[None], k_hi[None], flat[k_hi][None], jnp.sum(near_hi)[None],
+            k_lo[None], flat[k_lo][None], jnp.sum(near_lo)[None])
 
 
 class ShardedKernelBlocks:

@@ -6,32 +6,46 @@ only (``angles`` eq. (4)):
 
     φ_L = 2 atan2(√R_L, √Z_L),   R_L = Σ_{i∈S} (1 − cos θ_i Π ġ),   Z_L = Σ_{i∈S} (1 + cos θ_i Π ġ),
 
-so no n × n matrix is needed. The pairs (i < j) are visited in b × b blocks of the upper
-triangle: Gram block of the unit rows → θ₀ (within 0.1 rad of 0 or π exactly from the original
-rows, as ``ntkcond.infinite``: ``geometry.exact_angles``) → one pass of the angle-native recursion for every depth at once →
+so no n × n matrix is needed. Two methods:
+
+``"pairs"`` (default): φ_L has no interior minimum in θ₀ (proved, or verified by interval
+arithmetic, per activation, depth and trainable set: ``ntkcond.infinite.unimodal``), so the
+smallest φ_L over all pairs is at the closest or the farthest pair in angle, for all targets at
+once. One sweep of b × b GEMM blocks of the unit rows' upper triangle keeps the running
+max/min cosine and the pairs within a rigorous rounding margin of them, which are rechecked
+exactly (``ntkcond.infinite.extremes``); then the recursion runs on two angles. The cost is
+that of one Gram matrix, whatever the number of depths. Targets whose certificate does not
+cover the data fall back to the recursion (``StreamingAngles.fallback``).
+
+``"recursion"``: the pairs (i < j) are visited in b × b blocks of the upper triangle: Gram
+block of the unit rows → θ₀ (within 0.1 rad of 0 or π exactly from the original rows,
+as ``ntkcond.infinite``: ``geometry.exact_angles``) → one pass of the angle-native recursion for every depth at once →
 per depth, the block minimum of tan²(φ/2) = R/Z, which is increasing in φ, so φ itself is
 evaluated only at the minimiser. The running minimum and its pair are kept in float64.
-Memory is O(b² + n·d) whatever n is.
+The reference; 18–25 times the pairs route's time on the MNIST test set, depths 0–10
+(``benchmarks/results/min_angle_mnist10k.md``).
 
-Linear nets have φ = θ₀ at every depth and for every trainable set, so their answer is the
-smallest input angle; it costs nothing beyond the Gram blocks.
+Memory is O(b² + n·d) whatever n is. Linear nets have φ = θ₀ at every depth and for every
+trainable set, so their answer is the smallest input angle.
 
 Ties go to the pair (i, j) first in row-major order, as ``smallest_gradient_angle``; pairs whose
-angles agree to the last bit may still come out differently there, because a blocked Gram
-matrix and the full one can differ in the last bit.
+angles agree to the last bits but not exactly may still come out differently between the
+methods, because Gram-route angles (recursion method, away from 0 and π) and Kahan's formula
+(pairs method) can differ in the last bits.
 
-Backends: ``"numpy"`` runs the recursion of ``ntkcond.angles`` on numpy blocks, with
-``workers`` threads over the blocks of a block row (numpy releases the GIL); ``"jax"`` runs the
-same recursion under ``jax.jit`` with the blocks of a block row sharded over all JAX devices
-(``ntkcond.scale.sharded``). ``"auto"`` takes ``"jax"`` when there is an accelerator or more than
-one device, else ``"numpy"`` (faster than XLA for float64 transcendental functions on CPU).
+Backends: ``"numpy"`` (recursion: ``workers`` threads over the blocks of a block row, numpy
+releases the GIL; pairs: BLAS threads in each GEMM); ``"jax"`` runs the blocks under
+``jax.jit`` with the blocks of a block row sharded over all JAX devices (``sharded``).
+``"auto"`` takes ``"jax"`` when there is an accelerator or more than one device, else
+``"numpy"`` (faster than XLA for float64 transcendental functions on CPU).
 
 Interrupted runs resume: with ``checkpoint=path``, the state after every finished block row is
-written atomically as JSON (data fingerprint, next block row, running minima); a later call with
-the same data and settings continues from there.
+written atomically as JSON (data fingerprint, next block row, running minima or running
+extremes); a later call with the same data and settings continues from there.
 
 At finite width the same streaming applies to a kernel given by per-layer features,
-``streaming_smallest_kernel_angle``: for an MLP with one output, the empirical NTK is
+``streaming_smallest_kernel_angle`` (always the recursion over blocks: a finite-width kernel is
+not a function of θ₀): for an MLP with one output, the empirical NTK is
 Σ_l (H_l H_lᵀ) ⊙ (D_l D_lᵀ), H_l the layer inputs and D_l the back-propagated output
 derivatives (n × m_l each), so blocks of the kernel cost O(b²·Σm) and memory O(n·Σm + b²).
 """
@@ -50,6 +64,7 @@ import numpy as np
 from .._core.checks import as_data
 from .._core.io import atomic_write
 from ..activations import parse_activation
+from ..infinite.extremes import ExtremeSearch, numpy_extreme_row, smallest_from_extremes
 from ..infinite.geometry import normalised_rows
 from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
 
@@ -62,6 +77,7 @@ __all__ = [
 
 _CHECKPOINT_KIND = "ntkcond.streaming_smallest_angles"
 _CHECKPOINT_VERSION = 1
+_PAIRS_KIND = "ntkcond.streaming_smallest_angles.pairs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +116,9 @@ class StreamingAngles:
       backend: "numpy" or "jax"; devices: number of devices (1 for numpy); dtype of the blocks.
       seconds: wall time of the computation (summed over resumed runs).
       resumed_from_row_block: the block row a checkpoint let the run start at (0 if none).
+      method: "pairs" or "recursion" (``streaming_smallest_angles``).
+      fallback: the (activation, depth) targets the pairs route left to the recursion
+        (not certified for these data); empty for the recursion route.
     """
 
     n: int
@@ -115,6 +134,8 @@ class StreamingAngles:
     dtype: str
     seconds: float
     resumed_from_row_block: int = 0
+    method: str = "recursion"
+    fallback: tuple = ()
 
     def get(self, activation, depth: int) -> SmallestAngle:
         """The ``SmallestAngle`` of one activation (any accepted spelling) and depth."""
@@ -160,23 +181,46 @@ def _key_parse(text: str):
     return (name, int(depth))
 
 
-def _load_checkpoint(path, fingerprint, where):
+def _read_state(path, kind, fingerprint, where):
+    """The checkpoint's JSON state, or None if ``path`` is None or does not exist."""
     if path is None or not os.path.exists(path):
-        return 0, {}, 0.0
+        return None
     try:
         with open(path, encoding="utf-8") as f:
             state = json.load(f)
-        ok = state.get("kind") == _CHECKPOINT_KIND and state.get("version") == _CHECKPOINT_VERSION
-    except (OSError, ValueError) as err:
+        ok = state.get("kind") == kind and state.get("version") == _CHECKPOINT_VERSION
+    except (OSError, ValueError, AttributeError) as err:
         raise ValueError(f"{where}: cannot read checkpoint {path} ({err})") from None
     if not ok:
-        raise ValueError(f"{where}: {path} is not a {_CHECKPOINT_KIND} checkpoint (version {_CHECKPOINT_VERSION})")
+        raise ValueError(f"{where}: {path} is not a {kind} checkpoint (version {_CHECKPOINT_VERSION}); "
+                         "a checkpoint of the other method? delete it or pass another path")
     if state["fingerprint"] != fingerprint:
         diff = sorted(k for k in fingerprint if state["fingerprint"].get(k) != fingerprint[k])
         raise ValueError(
             f"{where}: checkpoint {path} belongs to another run (differs in {', '.join(diff)}); "
             "delete it or pass another checkpoint path"
         )
+    return state
+
+
+def _load_state(path, fingerprint, kind, where):
+    """(next block row, saved search state or None, seconds so far) of a pairs checkpoint."""
+    state = _read_state(path, kind, fingerprint, where)
+    if state is None:
+        return 0, None, 0.0
+    return int(state["next_row_block"]), state["search"], float(state.get("seconds", 0.0))
+
+
+def _save_state(path, fingerprint, kind, next_row_block, search_state, seconds):
+    state = {"kind": kind, "version": _CHECKPOINT_VERSION, "fingerprint": fingerprint,
+             "next_row_block": next_row_block, "search": search_state, "seconds": seconds}
+    atomic_write(path, json.dumps(state, indent=1) + "\n")
+
+
+def _load_checkpoint(path, fingerprint, where):
+    state = _read_state(path, _CHECKPOINT_KIND, fingerprint, where)
+    if state is None:
+        return 0, {}, 0.0
     best = {_key_parse(k): (float(v[0]), int(v[1]), int(v[2])) for k, v in state["best"].items()}
     return int(state["next_row_block"]), best, float(state.get("seconds", 0.0))
 
@@ -217,11 +261,19 @@ def streaming_smallest_angles(
     checkpoint: str | None = None,
     progress: bool = False,
     max_row_blocks: int | None = None,
+    method: str = "pairs",
 ) -> StreamingAngles:
     """Smallest infinite-width gradient angle over all pairs of rows of x, per activation and depth.
 
-    Streams the n(n − 1)/2 pairs in b × b blocks (module docstring); memory O(b² + n·d).
-    Equals ``smallest_gradient_angle(x, depth=L, ...)`` for every L, without the n × n matrix.
+    ``method="pairs"`` (default): one sweep of GEMM blocks finds the closest and the farthest
+    pair in angle (``ntkcond.infinite.extremes``), and every (activation, depth) takes the
+    smaller φ of those two pairs wherever ``ntkcond.infinite.unimodal`` proves or verifies that
+    φ_L has no interior minimum over the data's input angles; the targets it does not cover
+    (none for ReLU, leaky ReLU and linear nets, trainable "all"/"first"/"last", depths ≤ 1000)
+    go through the recursion over all pairs. ``method="recursion"``: the recursion over all
+    pairs for every target (module docstring), the reference.
+    Either way memory is O(b² + n·d) and the result equals ``smallest_gradient_angle(x,
+    depth=L, ...)`` for every L.
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
@@ -231,27 +283,35 @@ def streaming_smallest_angles(
       block: block size b (default 1024: 8 MB per b × b float64 array).
       backend: "auto", "numpy" or "jax" (module docstring).
       devices: jax backend: None (all devices), a count, or a list of ``jax.Device``.
-      dtype: jax backend: "float64" (default) or "float32" (matmuls at highest precision);
+      dtype: jax backend: "float64" (default) or "float32" (matmuls at highest precision; the
+        pairs route screens in float32 with a float32 margin and rechecks in float64);
         the numpy backend is always float64.
-      workers: numpy backend: threads over the blocks of a block row (default: CPU count, ≤ 8).
+      workers: numpy backend, recursion route: threads over the blocks of a block row
+        (default: CPU count, ≤ 8); the pairs route's GEMMs use the BLAS threads.
       checkpoint: path of a JSON checkpoint, written atomically after every block row and
-        read at the start to resume; None for no checkpoint.
+        read at the start to resume; None for no checkpoint. Each method has its own format
+        (a pairs checkpoint does not depend on depths, activations or trainable); a recursion
+        fallback of the pairs route checkpoints to ``checkpoint + ".recursion"``, removed
+        when it completes.
       progress: show a tqdm progress bar over pairs.
       max_row_blocks: stop after this many block rows in this call (with ``checkpoint``, to
         split a long run; the result then covers only the rows done so far).
+      method: "pairs" (default) or "recursion".
 
     Returns:
       ``StreamingAngles`` (angles in radians).
 
     Raises:
       TypeError, ValueError: bad data (not (n, d), n < 2, zero row, NaN), bad depths,
-        activations, block, backend or dtype, or a checkpoint from another run.
+        activations, block, backend, dtype or method, or a checkpoint from another run.
     """
     where = "streaming_smallest_angles"
     x = as_data(x, where, "x")
     n, d = x.shape
     if n < 2:
         raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got shape {x.shape}")
+    if method not in ("pairs", "recursion"):
+        raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     block = _as_block(block, where)
     plan = AnglePlan(depths, activations, trainable, where)
     backend = _choose_backend(backend, where)
@@ -260,7 +320,104 @@ def streaming_smallest_angles(
     if backend == "numpy" and dtype != "float64":
         raise ValueError(f"{where}: the numpy backend computes in float64; got dtype {dtype!r}")
     xh, _ = normalised_rows(x, where, "x")  # x stays: pairs near 0 or π are exact from it
-    fingerprint = _fingerprint(xh, block, plan, trainable, dtype)
+    options = dict(block=block, backend=backend, devices=devices, dtype=dtype, progress=progress,
+                   max_row_blocks=max_row_blocks, where=where)
+    if method == "recursion":
+        best, n_devices, seconds, start_row = _recursion_route(
+            xh, plan, trainable, workers=workers, checkpoint=checkpoint, x=x, **options)
+        fallback = ()
+    else:
+        ext, n_devices, seconds, start_row = _pairs_route(xh, checkpoint=checkpoint, x=x, **options)
+        best, fallback = {INPUT: ext.closest}, []
+        for act in plan.nonlinear:
+            found = smallest_from_extremes(ext, act, plan.depths, trainable)
+            for L, item in found.items():
+                if item is None:
+                    fallback.append((act.name, L))
+                else:
+                    best[(act.name, L)] = item
+        if fallback:
+            best.update(_fallback(xh, x, plan, fallback, trainable, workers, checkpoint, options))
+        fallback = tuple(fallback)
+    input_angle, i0, j0 = best[INPUT]
+    results = []
+    for act in plan.activations:
+        for L in plan.depths:
+            value, i, j = best[INPUT] if act.is_linear else best[(act.name, L)]
+            results.append(SmallestAngle(act.name, L, value, (i, j)))
+    return StreamingAngles(
+        n=n, d=d, pairs=n * (n - 1) // 2, block=block, trainable=trainable,
+        input_angle=input_angle, input_pair=(i0, j0), results=tuple(results),
+        backend=backend, devices=n_devices, dtype=dtype, seconds=seconds,
+        resumed_from_row_block=start_row, method=method, fallback=fallback,
+    )
+
+
+def _fallback(xh, x, plan, targets, trainable, workers, checkpoint, options):
+    """The recursion over all pairs for the (activation, depth) targets not certified."""
+    names = list(dict.fromkeys(name for name, _ in targets))
+    sub = AnglePlan(sorted({L for _, L in targets}), names, trainable, options["where"])
+    path = None if checkpoint is None else checkpoint + ".recursion"
+    best, _, _, _ = _recursion_route(xh, sub, trainable, workers=workers, checkpoint=path, x=x,
+                                     **options)
+    if path is not None and os.path.exists(path):
+        os.unlink(path)
+    return {key: best[key] for key in targets}
+
+
+def _bar(n, done, progress, where):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n * (n - 1) // 2, initial=done, unit="pair", unit_scale=True,
+                desc=where, disable=not progress)
+
+
+def _pairs_route(xh, *, block, backend, devices, dtype, checkpoint, progress, max_row_blocks, where,
+                 x=None):
+    """One sweep of screened-cosine blocks: (ExtremePairs, devices, seconds, start row)."""
+    n = xh.shape[0]
+    search = ExtremeSearch(xh, dtype=dtype, x=x)
+    fingerprint = None if checkpoint is None else {
+        "method": "pairs", "n": int(n), "d": int(xh.shape[1]), "block": block, "dtype": dtype,
+        "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest()}
+    start_row, state, seconds_before = _load_state(checkpoint, fingerprint, _PAIRS_KIND, where)
+    if state is not None:
+        search.restore(state)
+    if backend == "numpy":
+        def row(I):
+            numpy_extreme_row(search, I, block)
+
+        n_devices = 1
+    else:
+        from .sharded import ShardedExtremeBlocks
+
+        engine = ShardedExtremeBlocks(xh, block, search, devices=devices, dtype=dtype, where=where)
+        row, n_devices = engine.row, engine.n_devices
+    n_rows = -(-n // block)
+    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress, where)
+    t0 = time.perf_counter()
+    stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
+    try:
+        for I in range(start_row, stop):
+            row(I)
+            search.flush()
+            if checkpoint is not None:
+                _save_state(checkpoint, fingerprint, _PAIRS_KIND, I + 1, search.state(),
+                            seconds_before + time.perf_counter() - t0)
+            bar.update(_row_pairs(n, I * block, min(n, (I + 1) * block)))
+    finally:
+        bar.close()
+    if search.close[1] < 0:  # only possible when max_row_blocks stopped before any pair
+        raise ValueError(f"{where}: max_row_blocks = {max_row_blocks} covered no pair")
+    ext = search.result()
+    return ext, n_devices, seconds_before + time.perf_counter() - t0, start_row
+
+
+def _recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, workers, checkpoint,
+                     progress, max_row_blocks, where, x=None):
+    """The recursion over all pairs: ({target: (value, i, j)}, devices, seconds, start row)."""
+    n = xh.shape[0]
+    fingerprint = None if checkpoint is None else _fingerprint(xh, block, plan, trainable, dtype)
     start_row, best, seconds_before = _load_checkpoint(checkpoint, fingerprint, where)
     n_rows = -(-n // block)
 
@@ -283,11 +440,7 @@ def streaming_smallest_angles(
         engine = ShardedAngleBlocks(xh, block, plan, devices=devices, dtype=dtype, where=where, x=x)
         row, n_devices, pool = engine.row, engine.n_devices, None
 
-    from tqdm.auto import tqdm
-
-    done = _row_pairs(n, 0, min(n, start_row * block))
-    bar = tqdm(total=n * (n - 1) // 2, initial=done, unit="pair", unit_scale=True,
-               desc=where, disable=not progress)
+    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress, where)
     t0 = time.perf_counter()
     stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
     try:
@@ -302,21 +455,9 @@ def streaming_smallest_angles(
         bar.close()
         if pool is not None:
             pool.shutdown()
-    seconds = seconds_before + time.perf_counter() - t0
     if INPUT not in best:  # only possible when max_row_blocks stopped before any pair
         raise ValueError(f"{where}: max_row_blocks = {max_row_blocks} covered no pair")
-    input_angle, i0, j0 = best[INPUT]
-    results = []
-    for act in plan.activations:
-        for L in plan.depths:
-            value, i, j = best[INPUT] if act.is_linear else best[(act.name, L)]
-            results.append(SmallestAngle(act.name, L, value, (i, j)))
-    return StreamingAngles(
-        n=n, d=d, pairs=n * (n - 1) // 2, block=block, trainable=trainable,
-        input_angle=input_angle, input_pair=(i0, j0), results=tuple(results),
-        backend=backend, devices=n_devices, dtype=dtype, seconds=seconds,
-        resumed_from_row_block=start_row,
-    )
+    return best, n_devices, seconds_before + time.perf_counter() - t0, start_row
 
 
 def _as_features(features, where):
