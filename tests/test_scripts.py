@@ -263,3 +263,15 @@ def test_full_disk_while_appending_is_one_line_and_resumable(tmp_path, capsys, m
     monkeypatch.setattr(rundir, "append_jsonl", real)
     assert script.main(argv + ["--resume"]) == 0
     assert len(_records(tmp_path / "records.jsonl")) == 2 * 3 * 2
+
+
+def test_min_angle_damaged_checkpoint_is_one_line(tmp_path, capsys):
+    script = load_script("min_angle")
+    argv = ["--limit", "60", "--depths", "0-1", "--block", "16", "--no-progress", "--out", str(tmp_path)]
+    assert script.main(argv) == 0
+    (tmp_path / "checkpoint.json").write_text("[1, 2]")
+    (tmp_path / "result.json").unlink()  # an unfinished run: --resume reads the checkpoint
+    capsys.readouterr()
+    assert script.main(argv + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checkpoint.json to hold a JSON object, got list" in err

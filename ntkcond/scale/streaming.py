@@ -188,9 +188,12 @@ def _read_state(path, kind, fingerprint, where):
     try:
         with open(path, encoding="utf-8") as f:
             state = json.load(f)
-        ok = state.get("kind") == kind and state.get("version") == _CHECKPOINT_VERSION
-    except (OSError, ValueError, AttributeError) as err:
+    except (OSError, ValueError) as err:
         raise ValueError(f"{where}: cannot read checkpoint {path} ({err})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{where}: expected checkpoint {path} to hold a JSON object, got "
+                         f"{type(state).__name__}; delete it or use --overwrite")
+    ok = state.get("kind") == kind and state.get("version") == _CHECKPOINT_VERSION
     if not ok:
         raise ValueError(f"{where}: {path} is not a {kind} checkpoint (version {_CHECKPOINT_VERSION}); "
                          "a checkpoint of the other method? delete it or pass another path")
