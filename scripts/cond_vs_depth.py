@@ -21,33 +21,10 @@ import os
 import sys
 
 from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
-                              parser, run_main)
+                              parse_width, parser, positive_int, run_main)
 from ntkcond.runs.cond_vs_depth import cond_vs_depth, format_table
 
 PROG = "cond_vs_depth"
-
-
-def parse_width(text: str):
-    """'inf' or an int >= 1 (argparse type for --width)."""
-    if text.strip().lower() in ("inf", "infinite", "∞"):
-        return "inf"
-    try:
-        width = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}") from None
-    if width < 1:
-        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}")
-    return width
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
