@@ -31,13 +31,15 @@ hence the same gradient and the same iterates up to rounding (tested against ``M
 
 Diagnostics per record: κ_eff of the kernel (``conditioning``); κ_target
 (``target_condition_number``), the condition number the initial residual actually sees; the
-relative drift ‖Θ_T − Θ₀‖_F/‖Θ₀‖_F of the empirical NTK over training.
+relative drift ‖Θ_end − Θ₀‖_F/‖Θ₀‖_F of the empirical NTK over training (Θ_end after the
+``steps_run`` steps computed, at most ``CHUNK`` − 1 past the stop).
 
 Records (``records.jsonl``, one per depth × activation × width; seed None at width "inf"):
 dataset, split, n, d, depth, activation, width, seed, target, center, rel_target, max_steps,
 lr, lambda_max, lambda_min_nonzero, rank, kappa_eff, kappa_target (None: ∞), loss0, steps,
 reached, diverged, steps_run, rel_loss_at_stop, predicted_steps (None: ∞), predicted_finite,
-predicted_rel_loss_at_stop, ntk_drift, kappa_eff_end, seconds. Measured fields are None at
+predicted_rel_loss_at_stop, ntk_drift, kappa_eff_end, lambda_max_end, seconds (κ_eff and λmax
+of the empirical NTK after training in the ``_end`` fields). Measured fields are None at
 width "inf"; "at stop" is step T = steps if reached, else ``max_steps`` (for width "inf":
 min(predicted_steps, max_steps)).
 """
@@ -71,8 +73,8 @@ KEY_FIELDS = ("depth", "activation", "width", "seed")
 CHUNK = 100
 CSV_FIELDS = ["depth", "activation", "width", "seed", "n", "kappa_eff", "kappa_target", "lr",
               "steps", "reached", "predicted_steps", "rel_loss_at_stop",
-              "predicted_rel_loss_at_stop", "ntk_drift", "kappa_eff_end", "rank", "lambda_max",
-              "loss0", "steps_run", "diverged", "seconds"]
+              "predicted_rel_loss_at_stop", "ntk_drift", "kappa_eff_end", "lambda_max_end", "rank",
+              "lambda_max", "loss0", "steps_run", "diverged", "seconds"]
 
 
 def make_targets(labels, target: str = "lt5", *, center: bool = True) -> np.ndarray:
@@ -280,7 +282,8 @@ def infinite_record(x, y, *, depth: int, activation, rel_target: float, max_step
                rel_loss_at_stop=None, predicted_steps=_none_if_inf(predicted),
                predicted_finite=not math.isinf(predicted),
                predicted_rel_loss_at_stop=_predicted_rel_loss(K, y, rec["lr"], stop),
-               ntk_drift=None, kappa_eff_end=None, seconds=time.perf_counter() - start)
+               ntk_drift=None, kappa_eff_end=None, lambda_max_end=None,
+               seconds=time.perf_counter() - start)
     return rec
 
 
@@ -310,13 +313,15 @@ def finite_record(x, y, *, depth: int, activation, width: int, seed: int, rel_ta
     stop = len(run.losses) - 1
     with x64():
         K1 = np.asarray(empirical_ntk(net, [jnp.asarray(w) for w in run.params], xj), np.float64)
+    end = conditioning(K1)
     rec.update(loss0=float(run.losses[0]), steps=run.steps, reached=run.steps is not None,
                diverged=run.diverged, steps_run=run.steps_run,
                rel_loss_at_stop=float(run.losses[-1] / run.losses[0]),
                predicted_steps=_none_if_inf(predicted), predicted_finite=not math.isinf(predicted),
                predicted_rel_loss_at_stop=_predicted_rel_loss(K0, y, lr, stop, f0),
                ntk_drift=float(np.linalg.norm(K1 - K0) / np.linalg.norm(K0)),
-               kappa_eff_end=conditioning(K1).kappa_eff, seconds=time.perf_counter() - start)
+               kappa_eff_end=end.kappa_eff, lambda_max_end=end.lambda_max,
+               seconds=time.perf_counter() - start)
     return rec
 
 
