@@ -10,8 +10,8 @@ examples:
 
 One batch of --batch images (shuffled with --seed), targets from the labels (--target lt5:
 +1 for label < 5, -1 otherwise; even; class:K one against the rest), centred unless
---no-center (an uncentred target puts its mean on the ReLU NTK's top, near-constant
-eigenvector, which one step removes). Each finite-width net (ntkcond.mlp, NTK
+--no-center (an uncentred target puts its mean on the NTK's top, near-constant eigenvector,
+which one step removes). Each finite-width net (ntkcond.mlp, NTK
 parameterisation, weights from PRNGKey(--init-seed)) is trained in float64 by full-batch
 gradient descent on L = 1/2 ||f(X) - y||^2 with lr = 1/lambda_max of its NTK at init, until
 L <= --rel-target * L(0) or --max-steps (then "not reached", printed >cap). Beside it: the
