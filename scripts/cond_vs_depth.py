@@ -11,7 +11,10 @@ Finite widths are exact empirical NTKs of ntkcond.mlp nets (float64), one net pe
 0 … --seeds − 1, the same nets on every batch. Writes to --out: config.json, records.jsonl
 (one record per batch × width × activation × seed × depth, appended as each finishes),
 summary.csv (median, mean, min, max over batches and seeds) and figure.png; prints the table
-(medians) and the figure's path. --resume continues a killed run; a run directory is never
+(medians) and the figure's path. --save-spectra also keeps every kernel's eigenvalues
+(spectra/<key>.npy as each finishes, packed into spectra.npz, keys
+b{batch}_L{depth}_{activation}_w{width}_s{seed}) and draws spectra.png (eigenvalue decay per
+depth, ReLU vs linear, first batch). --resume continues a killed run; a run directory is never
 replaced without --overwrite. The library call: ntkcond.runs.cond_vs_depth.cond_vs_depth.
 """
 from __future__ import annotations
@@ -21,33 +24,10 @@ import os
 import sys
 
 from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
-                              parser, run_main)
+                              parse_width, parser, positive_int, run_main)
 from ntkcond.runs.cond_vs_depth import cond_vs_depth, format_table
 
 PROG = "cond_vs_depth"
-
-
-def parse_width(text: str):
-    """'inf' or an int >= 1 (argparse type for --width)."""
-    if text.strip().lower() in ("inf", "infinite", "∞"):
-        return "inf"
-    try:
-        width = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}") from None
-    if width < 1:
-        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}")
-    return width
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
+    p.add_argument("--save-spectra", action="store_true",
+                   help="keep every kernel's eigenvalues: spectra.npz and spectra.png")
     add_run_arguments(p, PROG)
     return p
 
@@ -78,12 +60,14 @@ def run(args):
                           trainable=args.trainable, seed=args.seed, in_order=args.in_order,
                           drop_last=args.drop_last, max_batches=args.max_batches,
                           resume=args.resume, overwrite=args.overwrite,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, save_spectra=args.save_spectra)
     print(sweep.title)
     print(format_table(sweep.rows))
     print("(medians over batches and seeds; * = kappa_eff at the float64 resolution limit)")
     print(f"summary: {os.path.abspath(sweep.summary_csv)}")
     print(f"figure: {os.path.abspath(sweep.figure)}")
+    if sweep.spectra:
+        print(f"spectra: {os.path.abspath(sweep.spectra)}, {os.path.abspath(sweep.spectra_figure)}")
     return sweep
 
 

@@ -111,7 +111,7 @@ def test_scripts_and_notebooks_use_public_names_only():
 
 
 @pytest.mark.parametrize("name", ["cond_vs_depth", "cond_vs_batch", "min_angle", "check_claims",
-                                  "biasfree_dynamics"])
+                                  "biasfree_dynamics", "train_vs_depth"])
 def test_every_script_follows_the_cli_convention(name, capsys):
     from conftest import load_script
 
@@ -124,7 +124,7 @@ def test_every_script_follows_the_cli_convention(name, capsys):
     text = capsys.readouterr().out
     assert "--out" in text and "--overwrite" in text and "--no-progress" in text
     assert "(default: runs" in text  # defaults shown
-    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle"):
+    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth"):
         assert "--resume" in text and "--dataset" in text and "--depths" in text
     with pytest.raises(SystemExit) as exit_:
         script.main((["all"] if name == "biasfree_dynamics" else []) + ["--no-such-flag"])

@@ -182,6 +182,7 @@ SCRIPT_RUNS = {
     "min_angle": ["--limit", "40", "--depths", "0-1", "--block", "16"],
     "check_claims": ["--only", "4"],
     "biasfree_dynamics": ["ntk", "--fast"],
+    "train_vs_depth": ["--batch", "16", "--depths", "0", "--width", "inf", "8", "--max-steps", "20"],
 }
 
 

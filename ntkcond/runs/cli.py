@@ -4,6 +4,7 @@ flags, ``--depths``, and the error policy.
 Every script: ``main(argv=None)``; ``parser(prog, doc)`` (defaults shown in ``--help``);
 ``add_data_arguments`` (the same data flags everywhere); ``add_run_arguments`` (``--out``,
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
+``parse_width`` and ``positive_int`` (argparse types of ``--width`` and counts);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
 errors, 130 for Ctrl-C, never a traceback.
 """
@@ -65,6 +66,30 @@ def parse_depths(text: str) -> list[int]:
     if not depths or min(depths) < 0 or max(depths) > MAX_DEPTH:
         raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}")
     return sorted(depths)
+
+
+def parse_width(text: str):
+    """argparse type of ``--width``: 'inf' (also 'infinite', '∞') or an integer width >= 1."""
+    if text.strip().lower() in ("inf", "infinite", "∞"):
+        return "inf"
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}") from None
+    if width < 1:
+        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}")
+    return width
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
 
 
 def parse_sizes(text: str) -> list[int]:

@@ -5,10 +5,18 @@
 width (∞ or finite), activation and seed it computes the missing depths (``runs.depth``),
 appends one record per kernel to ``records.jsonl``, then writes ``summary.csv`` (median, mean,
 min and max over batches and seeds) and ``figure.png`` (medians, min–max band).
+
+With ``save_spectra`` the eigenvalues of every kernel are kept too, from the eigendecomposition
+``conditioning`` already makes (no second one): each is written as ``spectra/<key>.npy`` before
+its record is appended (``spectrum_key``: ``b{batch}_L{depth}_{activation}_w{width}_s{seed}``),
+so a killed run resumed with ``resume`` still ends with every spectrum; at the end they are
+packed into ``spectra.npz`` (one (n,) ascending float64 array per record, K's units) and drawn
+in ``spectra.png`` (``plot_spectra``).
 """
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
 
@@ -16,14 +24,15 @@ import numpy as np
 
 from .. import datasets
 from .._core.checks import as_int
-from .._core.io import atomic_savefig
+from .._core.io import atomic_savefig, atomic_write
 from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
 from .depth import iter_finite_batch, iter_infinite_batch
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
 
-__all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth"]
+__all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
+           "spectrum_key", "pack_spectra", "plot_spectra"]
 
 KEY_FIELDS = ("batch_index", "depth", "activation", "width", "seed")
 
@@ -31,7 +40,8 @@ KEY_FIELDS = ("batch_index", "depth", "activation", "width", "seed")
 @dataclasses.dataclass(frozen=True)
 class DepthSweep:
     """Result of ``cond_vs_depth``: ``rows`` of ``summarize``, the ``title``, the paths of
-    ``summary.csv`` and ``figure.png``, and how many kernels were computed now / resumed."""
+    ``summary.csv`` and ``figure.png``, how many kernels were computed now / resumed, and the
+    paths of ``spectra.npz`` and ``spectra.png`` (None without ``save_spectra``)."""
 
     rows: tuple
     title: str
@@ -39,6 +49,8 @@ class DepthSweep:
     figure: str
     computed: int
     resumed: int
+    spectra: str | None = None
+    spectra_figure: str | None = None
 
     def __repr__(self) -> str:
         return f"DepthSweep({len(self.rows)} rows, {self.computed} computed, {self.resumed} resumed, figure={self.figure!r})"
@@ -52,7 +64,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                   activations=("relu", "linear"), widths=("inf",), seeds: int = 5,
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
                   drop_last: bool = False, max_batches: int | None = None, resume: bool = False,
-                  overwrite: bool = False, progress: bool = True) -> DepthSweep:
+                  overwrite: bool = False, progress: bool = True,
+                  save_spectra: bool = False) -> DepthSweep:
     """Run (or resume) the depth sweep on the batches of ``ds`` into the run directory ``out``.
 
     Args:
@@ -64,6 +77,9 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
       trainable: "all", "first" or "last".
       resume, overwrite: the run-directory policy (``runs.rundir``).
       progress: show a progress bar (tqdm) on stderr.
+      save_spectra: keep every kernel's eigenvalues (module docstring); part of the run's
+        configuration (``"save_spectra": true`` in config.json), so a run resumes only with
+        the same choice.
     """
     where = "cond_vs_depth"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
@@ -78,9 +94,13 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,
               "in_order": in_order, "drop_last": drop_last, "max_batches": max_batches,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
+    if save_spectra:  # only when set: runs made before the flag existed still resume
+        config["save_spectra"] = True
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                   where=where) as run:
         resumed = len(run.records)
+        if overwrite:
+            _discard_spectra(run)
         todo = []  # (batch, activation, width, seed, depths still missing)
         for b in range(len(index_batches)):
             for width in widths:
@@ -94,17 +114,23 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
             1 if w == "inf" else len(seeds) for w in widths)
         from tqdm.auto import tqdm
 
+        spectra_dir = run.file("spectra")
+        latest = []  # the eigenvalues of the kernel whose record comes next
+        hook = latest.append if save_spectra else None
         with tqdm(total=total, initial=resumed, desc=where, unit="kernel", disable=not progress) as bar:
             for b, act, width, s, missing in todo:
                 index = index_batches[b]
                 meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
                 if width == "inf":
                     new = iter_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                              trainable=trainable, meta=meta)
+                                              trainable=trainable, meta=meta, on_spectrum=hook)
                 else:
                     new = iter_finite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                            width=width, seeds=[s], trainable=trainable, meta=meta)
+                                            width=width, seeds=[s], trainable=trainable, meta=meta,
+                                            on_spectrum=hook)
                 for rec in new:
+                    if save_spectra:  # the spectrum first: a record never lacks its file
+                        _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), latest.pop())
                     run.append(rec)
                     bar.update(1)
         rows = summarize(run.records)
@@ -115,8 +141,112 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                  + (f" ({len(seeds)} seeds)" if widths != ["inf"] else "")
                  + f", trainable = {trainable}")
         figure = plot_cond_vs_depth(rows, run.file("figure.png"), title=title, metadata=config)
+        spectra = spectra_figure = None
+        if save_spectra:
+            arrays = pack_spectra(spectra_dir, [spectrum_key(r) for r in run.records],
+                                  run.file("spectra.npz"), where=where)
+            spectra = run.file("spectra.npz")
+            spectra_figure = plot_spectra(arrays, run.records, run.file("spectra.png"),
+                                          title=title, metadata=config)
         return DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
-                          computed=len(run.records) - resumed, resumed=resumed)
+                          computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
+                          spectra_figure=spectra_figure)
+
+
+def spectrum_key(rec: dict) -> str:
+    """``b{batch_index}_L{depth}_{activation}_w{width}_s{seed}`` of a record, e.g.
+    ``b0_L3_relu_winf_s-`` (seed None at infinite width is ``-``; a ':' in a leaky
+    activation's name is dropped: ``leaky0.1``). Unique per record of one run."""
+    seed = "-" if rec["seed"] is None else rec["seed"]
+    act = str(rec["activation"]).replace(":", "")
+    return f"b{rec['batch_index']}_L{rec['depth']}_{act}_w{rec['width']}_s{seed}"
+
+
+def _discard_spectra(run) -> None:
+    """Remove the spectra of a run being overwritten (spectra/*.npy, spectra.npz, spectra.png)."""
+    folder = run.file("spectra")
+    if os.path.isdir(folder):
+        for name in os.listdir(folder):
+            if name.endswith(".npy"):
+                os.unlink(os.path.join(folder, name))
+    for name in ("spectra.npz", "spectra.png"):
+        if os.path.exists(run.file(name)):
+            os.unlink(run.file(name))
+
+
+def _save_npy(path: str, array) -> None:
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array, dtype=np.float64))
+    atomic_write(path, buf.getvalue())
+
+
+def pack_spectra(folder: str, keys, path: str, *, where: str = "pack_spectra") -> dict:
+    """Read ``folder/<key>.npy`` for every key and write them, keyed, to the .npz ``path``
+    (atomically). Returns {key: (n,) array}. ValueError naming the first missing file."""
+    arrays = {}
+    for key in keys:
+        file = os.path.join(folder, key + ".npy")
+        if not os.path.exists(file):
+            raise ValueError(f"{where}: expected the spectrum {file} of record {key}, got no such "
+                             "file; rerun with --overwrite to recompute")
+        arrays[key] = np.load(file)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write(path, buf.getvalue())
+    return arrays
+
+
+def plot_spectra(spectra: dict, records, path: str, *, title: str = "",
+                 metadata: dict | None = None) -> str:
+    """Eigenvalue decay λᵢ/λmax against i/n (eigenvalues descending, log y) of the first
+    batch's kernels: one panel per width (the net of the lowest seed at finite width), colour
+    by depth (colour bar), ReLU solid and linear dashed (other activations dotted). Eigenvalues at or below
+    0 are left out; the grey line is the cutoff n·eps of κ_eff. Written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    first = min(r["batch_index"] for r in records)
+    seeds = {}
+    for r in records:
+        if r["seed"] is not None:
+            seeds[r["width"]] = min(seeds.get(r["width"], r["seed"]), r["seed"])
+    sel = [r for r in records if r["batch_index"] == first and r["seed"] == seeds.get(r["width"])]
+    widths = sorted({r["width"] for r in sel}, key=lambda w: (w != "inf", _width_key(w)))
+    depths = sorted({r["depth"] for r in sel})
+    cmap = plt.get_cmap("viridis")
+    norm = matplotlib.colors.Normalize(vmin=depths[0], vmax=max(depths[-1], depths[0] + 1))
+    styles = {"relu": "-", "linear": "--"}
+    fig, axes = plt.subplots(1, len(widths), figsize=(5.5 * len(widths) + 1, 4.4), squeeze=False)
+    for ax, width in zip(axes[0], widths):
+        acts = {}
+        for r in sorted((r for r in sel if r["width"] == width), key=lambda r: (r["depth"], r["activation"])):
+            lam = np.sort(np.asarray(spectra[spectrum_key(r)]))[::-1]
+            n = lam.size
+            i = np.arange(1, n + 1) / n
+            keep = lam > 0
+            acts[r["activation"]] = style = styles.get(r["activation"], ":")
+            ax.plot(i[keep], lam[keep] / lam[0], style, color=cmap(norm(r["depth"])), lw=1.1)
+        n = max(np.asarray(spectra[spectrum_key(r)]).size for r in sel)
+        ax.axhline(n * np.finfo(np.float64).eps, color="grey", lw=0.8, ls="-.")
+        ax.set(yscale="log", xlabel="i / n (eigenvalues in descending order)",
+               ylabel="λᵢ / λmax", title=f"width {'∞' if width == 'inf' else width}"
+               + ("" if width == "inf" else f" (seed {seeds[width]})"))
+        ax.grid(alpha=0.3)
+        for act, style in acts.items():
+            ax.plot([], [], style, color="k", label=act)
+        ax.legend(fontsize=8, title="activation", title_fontsize=8)
+    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]),
+                       fraction=0.03, pad=0.02)
+    bar.set_label("depth L")
+    fig.subplots_adjust(top=0.84)
+    fig.suptitle(f"{title}\nbatch {first}; grey: κ_eff's cutoff n·eps" if title else
+                 f"batch {first}; grey: κ_eff's cutoff n·eps", fontsize=9)
+    atomic_savefig(fig, path, dpi=120, bbox_inches="tight",
+                   metadata={"Description": str(metadata)} if metadata else None)
+    plt.close(fig)
+    return path
 
 
 #: float64 n × n arrays alive at once in one batch's infinite-width sweep (geometry, recursion

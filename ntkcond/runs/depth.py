@@ -52,12 +52,15 @@ RECORD_KEYS = (
 )
 
 
-def spectrum_record(ntk, angles, index, *, dtype=None) -> dict:
+def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict:
     """The kernel part of a record: conditioning of ``ntk`` and the smallest angle.
 
     Args:
       ntk: (n, n) kernel; angles: (n, n) gradient angles in radians;
       index: (n,) data-set indices of the rows (for ``min_grad_angle_pair``).
+      on_spectrum: if given, called with the (n,) ascending eigenvalues of ``ntk`` (K's units,
+        ``Conditioning.eigenvalues``) of the one eigendecomposition made here; the record is
+        the same either way.
 
     Also ``lambda_min_upper_bound``, the closest-pair bound min_{i<j} λ₋(i, j) ≥ λ_min
     (``ntkcond.lambda_min_upper_bound``, Liu & Hui Prop. 4.1), and ``lambda_min_bound_ratio`` =
@@ -67,6 +70,8 @@ def spectrum_record(ntk, angles, index, *, dtype=None) -> dict:
     from ..spectrum import lambda_min_upper_bound
 
     cond = conditioning(ntk, dtype=dtype)
+    if on_spectrum is not None:
+        on_spectrum(cond.eigenvalues)
     angle, i, j = argmin_upper(angles)
     bound = lambda_min_upper_bound(ntk)[0]  # closest-pair interlacing bound ≥ λ_min
     return {
@@ -83,7 +88,8 @@ def spectrum_record(ntk, angles, index, *, dtype=None) -> dict:
     }
 
 
-def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None):
+def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None,
+                        on_spectrum=None):
     """Records for one batch at infinite width, every depth × activation, yielded as each
     kernel is done (``measure_infinite_batch`` collects them in a list).
 
@@ -95,6 +101,8 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
       depths: iterable of depths; activations: iterable of activation spellings.
       trainable: "all", "first" or "last".
       meta: keys copied into every record (dataset, split, batch_index, ...).
+      on_spectrum: called with the (n,) ascending eigenvalues of each kernel just before its
+        record is yielded (``spectrum_record``); no extra eigendecomposition.
 
     Yields:
       record dicts (``RECORD_KEYS``).
@@ -118,7 +126,7 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
                 seed=None,
                 trainable=trainable,
             )
-            rec.update(spectrum_record(item.ntk, item.angles, index))
+            rec.update(spectrum_record(item.ntk, item.angles, index, on_spectrum=on_spectrum))
             rec["min_input_angle_deg"] = min_input
             now = time.perf_counter()
             rec["seconds"] = now - start
@@ -126,14 +134,15 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
             yield rec
 
 
-def measure_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None) -> list[dict]:
+def measure_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None,
+                           on_spectrum=None) -> list[dict]:
     """``list(iter_infinite_batch(...))``: the records of one batch at infinite width."""
     return list(iter_infinite_batch(x, index, depths=depths, activations=activations,
-                                    trainable=trainable, meta=meta))
+                                    trainable=trainable, meta=meta, on_spectrum=on_spectrum))
 
 
 def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                      meta=None):
+                      meta=None, on_spectrum=None):
     """Records for one batch at finite width, every activation × seed × depth, yielded as
     each kernel is done (``measure_finite_batch`` collects them in a list).
 
@@ -149,6 +158,7 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
       width: hidden width m ≥ 1; seeds: iterable of int seeds.
       trainable: "all", "first" or "last".
       meta: keys copied into every record.
+      on_spectrum: as in ``iter_infinite_batch``.
 
     Yields:
       record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed.
@@ -178,14 +188,16 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
                            seed=seed, trainable=trainable)
-                rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64))
+                rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64,
+                                           on_spectrum=on_spectrum))
                 rec["min_input_angle_deg"] = min_input
                 rec["seconds"] = time.perf_counter() - start
                 yield rec
 
 
 def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                         meta=None) -> list[dict]:
+                         meta=None, on_spectrum=None) -> list[dict]:
     """``list(iter_finite_batch(...))``: the records of one batch at finite width."""
     return list(iter_finite_batch(x, index, depths=depths, activations=activations, width=width,
-                                  seeds=seeds, trainable=trainable, meta=meta))
+                                  seeds=seeds, trainable=trainable, meta=meta,
+                                  on_spectrum=on_spectrum))
