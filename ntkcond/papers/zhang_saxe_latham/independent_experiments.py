@@ -55,7 +55,7 @@ from .independent import (
     sign_group_nets,
     xor_data,
 )
-from .training import train_network, train_network_batch, train_two_layer
+from .training import train_network_batch, train_two_layer
 
 __all__ = ["COLLAPSE_OK", "XOR_FIT", "XOR_LEARN", "orthogonal", "xor", "rank_one", "large_init"]
 
