@@ -19,6 +19,7 @@ from .._core.checks import as_int
 from .._core.io import atomic_savefig
 from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
+from ..finite.sweep import NetWeights
 from .depth import iter_finite_batch, iter_infinite_batch
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
@@ -94,6 +95,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
             1 if w == "inf" else len(seeds) for w in widths)
         from tqdm.auto import tqdm
 
+        nets = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
         with tqdm(total=total, initial=resumed, desc=where, unit="kernel", disable=not progress) as bar:
             for b, act, width, s, missing in todo:
                 index = index_batches[b]
@@ -103,7 +105,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                                               trainable=trainable, meta=meta)
                 else:
                     new = iter_finite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                            width=width, seeds=[s], trainable=trainable, meta=meta)
+                                            width=width, seeds=[s], trainable=trainable, meta=meta,
+                                            nets=nets)
                 for rec in new:
                     run.append(rec)
                     bar.update(1)
