@@ -48,7 +48,9 @@ def blas_threads() -> int:
 @contextlib.contextmanager
 def single_threaded_blas():
     """Every BLAS library of the process at one thread inside the block (process-wide; the
-    previous counts are restored on exit). A no-op without threadpoolctl."""
+    previous counts are restored on exit). Libraries loaded inside the block (e.g. a first
+    ``import scipy.linalg``) are not limited: import them first. A no-op without
+    threadpoolctl."""
     tpc = _threadpoolctl()
     if tpc is None:
         yield False
