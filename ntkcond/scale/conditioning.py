@@ -86,7 +86,7 @@ __all__ = [
 CHUNK_ENTRIES = 1 << 15
 
 
-def kernel_recursion(angle, cos, depths, act, layers=None, overwrite: bool = False):
+def kernel_recursion(angle, cos, depths, act, layers=None, overwrite: bool = False, refined=None):
     """T of eq. (2) of ``infinite`` for every depth in ``depths`` (ascending), in one pass.
 
     Same conventions as ``infinite._recursion.gradient_recursion`` (S = ``layers`` ∩ [0, L],
@@ -95,7 +95,8 @@ def kernel_recursion(angle, cos, depths, act, layers=None, overwrite: bool = Fal
     s = w_relu (sin θ − θ cos θ)/π it reads u' = u − s, cos θ' = cos θ + s, v' = v + s, since
     w_lin + w_relu = 1). ``angle`` and ``cos`` are float64 arrays from ``unit_geometry``
     (angles within 0.1 rad of 0 or π exact there); ``overwrite`` lets the recursion use them
-    as its buffers.
+    as its buffers; ``refined``: the indices of those angles, if known
+    (``np.nonzero(needs_refinement(angle))``).
 
     Yields:
       (depth, T): T is updated in place by the next step; copy it to keep it.
@@ -113,7 +114,7 @@ def kernel_recursion(angle, cos, depths, act, layers=None, overwrite: bool = Fal
     beta = derivative_slope(act)
     t, c = (angle, cos) if overwrite else (angle.copy(), cos.copy())
     u, v = 1.0 - c, 1.0 + c
-    exact = np.nonzero(needs_refinement(t))  # there 1 ∓ cos θ would lose digits
+    exact = np.nonzero(needs_refinement(t)) if refined is None else refined  # 1 ∓ cos θ loses digits
     if exact[0].size:
         half = 0.5 * t[exact]
         u[exact], v[exact] = 2.0 * np.sin(half) ** 2, 2.0 * np.cos(half) ** 2
@@ -160,13 +161,14 @@ def kernel_tile(xh, norms, d, r0, r1, c0, c1, act, depths, layers):
         # Gram route, Kahan's formula within 0.1 rad of 0 or π (the diagonal: exactly 0)
         cos = gram[s0 - r0:s1 - r0]
         angle = angle_from(1.0 - cos, 1.0 + cos)
-        rows, cols = np.nonzero(needs_refinement(angle))
+        refined = rows, cols = np.nonzero(needs_refinement(angle))
         if rows.size:
             exact = kahan_angles(xh[s0:s1], xc, rows, cols)
             angle[rows, cols] = exact
             cos[rows, cols] = np.cos(exact)
         scale = np.outer(norms[s0:s1], nc)
-        for L, T in kernel_recursion(angle, cos, depths, act, layers, overwrite=True):
+        for L, T in kernel_recursion(angle, cos, depths, act, layers, overwrite=True,
+                                     refined=refined):
             np.multiply(scale, T, out=out[L][s0 - r0:s1 - r0])
     return out
 
