@@ -2,17 +2,32 @@
 """Time and peak memory of the exact and matrix-free κ_eff routes against n.
 
     python benchmarks/bench_kappa_large.py [--exact 1000,2000,5000,10000] [--matrix-free 1000,2000]
-                                           [--depth 3] [--out FILE.md]
+        [--exact-threads 1] [--exact-default 2000] [--pass-at 10000] [--extrapolate 60000]
+        [--depth 3]
+        [--out FILE.md]
 
 Each (route, n) runs in a fresh subprocess on the first n MNIST test images (papers'
 preprocessing; Gaussian inputs when ../shared/data is absent), ReLU, infinite width. Peak memory
 is the child's maximum resident set size (``getrusage``), given beside the increment over its
-state after loading the data. The matrix-free result is compared with the exact one at the same n.
+state after loading the data.
+
+Exact rows split the time into the kernel build (tiles on the BLAS threads as workers) and the
+``eigvalsh``; ``--exact-threads`` runs them with the default BLAS threads and/or with BLAS at
+one thread, ``--exact-default`` adds default-thread runs at some n (on a shared machine a
+multi-threaded LAPACK can be many times slower than a single thread; the faster of the two is
+the exact route's time the matrix-free one is compared with). Matrix-free rows give the passes, the median wall time of a pass and its floor: the
+n²d flops of the pass's Gram tiles (symmetric: half of 2n²d) at the machine's float64 GEMM rate,
+measured in the same child (the best of a 2048² matmul on the BLAS threads and ``workers``
+concurrent 1024² matmuls at one thread each), and κ_eff's relative difference from the exact
+route at the same n. ``--pass-at N`` times single passes at n = N and extrapolates the
+matrix-free time to ``--extrapolate`` inputs: a pass scales as n², the passes as measured
+between the matrix-free rows (a power law fitted to the two largest n).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -22,35 +37,89 @@ from ntkcond._core.io import atomic_write
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 CHILD = """
-import json, resource, sys, time, warnings
+import json, resource, statistics, sys, time, warnings
+import concurrent.futures
+import numpy as np
+import scipy.linalg
 sys.path.insert(0, {here!r})
 from bench_min_angle import data
-from ntkcond.scale.conditioning import exact_conditioning, matrix_free_conditioning
+from ntkcond._core.threads import blas_threads, single_threaded_blas
+from ntkcond.scale.conditioning import (_KernelOperator, _prepare, exact_conditioning,
+                                        matrix_free_conditioning)
 x, source = data({n})
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+workers = blas_threads()
+
+def gemm_rate():
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((2048, 2048))
+    mids = [rng.standard_normal((1024, 1024)) for _ in range(workers)]
+    def med(f, r=3):
+        f(); ts = []
+        for _ in range(r):
+            t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+        return statistics.median(ts)
+    rate = 2.0 * 2048 ** 3 / med(lambda: big @ big)
+    with single_threaded_blas(), concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        rate = max(rate, workers * 2.0 * 1024 ** 3 / med(lambda: list(pool.map(lambda a: a @ a, mids))))
+    return rate
+
 t = time.perf_counter()
-if {route!r} == "exact":
-    c = exact_conditioning(x, depths=[{depth}], block=1024)[{depth}]
-    out = dict(kappa=c.kappa_eff, lmax=c.lambda_max, lmin=c.lambda_min_nonzero, rank=c.rank)
-else:
-    c = matrix_free_conditioning(x, depth={depth}, block=1024)
+route = {route!r}
+if route.startswith("exact"):
+    timings = {{}}
+    if route == "exact-1":
+        with single_threaded_blas():
+            c = exact_conditioning(x, depths=[{depth}], timings=timings)[{depth}]
+    else:
+        c = exact_conditioning(x, depths=[{depth}], timings=timings)[{depth}]
+    out = dict(kappa=c.kappa_eff, lmax=c.lambda_max, lmin=c.lambda_min_nonzero, rank=c.rank,
+               build=timings["build"], eigvalsh=timings["eigvalsh"])
+elif route == "matrix-free":
+    c = matrix_free_conditioning(x, depth={depth})
     out = dict(kappa=c.kappa_eff, lmax=c.lambda_max, lmin=c.lambda_min_nonzero, passes=c.matvecs,
-               residual=c.residual, converged=c.converged)
-out.update(seconds=time.perf_counter() - t, source=source,
+               residual=c.residual, residual_max=c.residual_max, estimate=c.error_estimate,
+               converged=c.converged, pass_seconds=c.seconds_per_pass, sketch=c.sketch,
+               k=c.block_size)
+else:  # single passes: k + top = 36 columns, as the LOBPCG passes carry
+    xh, norms, d, act, depths, layers, block = _prepare(x, [{depth}], "relu", "all", 512, "pass")
+    op = _KernelOperator(xh, norms, d, act, {depth}, layers, block, workers)
+    V = np.random.default_rng(0).standard_normal((x.shape[0], 36))
+    ts = []
+    for _ in range(2):
+        s = time.perf_counter(); op(V); ts.append(time.perf_counter() - s)
+    out = dict(pass_seconds=min(ts))
+seconds = time.perf_counter() - t
+rate = gemm_rate()
+out.update(seconds=seconds, source=source, gemm_rate=rate,
+           pass_floor=x.shape[0] ** 2 * x.shape[1] / rate,
            peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, base_mb=base)
 print(json.dumps(out))
 """
 
 
+def _list(text):
+    return [int(v) for v in text.split(",") if v]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--exact", default="1000,2000,5000,10000")
+    p.add_argument("--exact-threads", default="1",
+                   help="BLAS threads of the exact route at every --exact n: default and/or 1")
+    p.add_argument("--exact-default", default="2000",
+                   help="n at which the exact route also runs on the default BLAS threads")
     p.add_argument("--matrix-free", default="1000,2000")
+    p.add_argument("--pass-at", default="", help="n at which to time single passes")
+    p.add_argument("--extrapolate", type=int, default=60000)
     p.add_argument("--depth", type=int, default=3)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    runs = [("exact", int(n)) for n in args.exact.split(",") if n] + \
-           [("matrix-free", int(n)) for n in args.matrix_free.split(",") if n]
+    modes = [m.strip() for m in args.exact_threads.split(",") if m.strip()]
+    runs = ([("exact" if m == "default" else "exact-1", n) for n in _list(args.exact) for m in modes]
+            + [("exact", n) for n in _list(args.exact_default) if "default" not in modes]
+            + [("matrix-free", n) for n in _list(args.matrix_free)]
+            + [("pass", n) for n in _list(args.pass_at)])
     results = {}
     for route, n in runs:
         code = CHILD.format(here=HERE, n=n, route=route, depth=args.depth)
@@ -65,17 +134,49 @@ def main(argv=None) -> int:
     except OSError:
         load = "unknown"
     source = next(iter(results.values()))["source"] if results else "?"
+
+    def best_exact(n):
+        rows = [results[(r, n)] for r in ("exact", "exact-1") if (r, n) in results]
+        return min(rows, key=lambda r: r["seconds"]) if rows else None
+
     lines = [f"# κ_eff beyond one batch: exact vs matrix-free, {source}, ReLU, depth {args.depth}", "",
              f"machine: {os.cpu_count()} CPUs, load average at the end: {load}", "",
              "| route | n | seconds | peak RSS (MB) | over data (MB) | κ_eff | λ_min⁺ | rel. diff vs exact | notes |",
              "|---|---|---|---|---|---|---|---|---|"]
     for (route, n), r in results.items():
-        ex = results.get(("exact", n))
-        diff = f"{abs(r['kappa'] / ex['kappa'] - 1):.1e}" if ex and route != "exact" else ""
-        notes = (f"rank {r['rank']}" if route == "exact" else
-                 f"{r['passes']} kernel passes, residual {r['residual']:.1e}·λ_max")
-        lines.append(f"| {route} | {n} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
+        if route == "pass":
+            continue
+        ex = best_exact(n)
+        diff = f"{abs(r['kappa'] / ex['kappa'] - 1):.1e}" if ex and route == "matrix-free" else ""
+        if route.startswith("exact"):
+            threads = "BLAS at 1 thread" if route == "exact-1" else "default BLAS threads"
+            notes = (f"{threads}; build {r['build']:.2f} s + eigvalsh {r['eigvalsh']:.2f} s; "
+                     f"rank {r['rank']}")
+        else:
+            ratio = f"{r['seconds'] / ex['seconds']:.1f}× the exact route, " if ex else ""
+            notes = (f"{ratio}{r['passes']} passes (sketch rank {r['sketch']}, k = {r['k']}), "
+                     f"{r['pass_seconds']:.3f} s a pass = {r['pass_seconds'] / r['pass_floor']:.1f}× "
+                     f"its GEMM floor {r['pass_floor']:.3f} s; residuals {r['residual']:.1e}, "
+                     f"{r['residual_max']:.1e}·λ_max (estimated error {r['estimate']:.0e})")
+        name = "exact" if route.startswith("exact") else route
+        lines.append(f"| {name} | {n} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
                      f"{r['peak_mb'] - r['base_mb']:.0f} | {r['kappa']:.6g} | {r['lmin']:.6g} | {diff} | {notes} |")
+    mf = sorted((n, r) for (route, n), r in results.items() if route == "matrix-free")
+    for (route, n), r in results.items():
+        if route != "pass":
+            continue
+        N = args.extrapolate
+        per = r["pass_seconds"] * (N / n) ** 2
+        lines += ["", f"One pass at n = {n}: {r['pass_seconds']:.2f} s (GEMM floor "
+                      f"{r['pass_floor']:.2f} s, {r['pass_seconds'] / r['pass_floor']:.1f}×)."]
+        if len(mf) >= 2:
+            (n1, r1), (n2, r2) = mf[-2], mf[-1]
+            slope = math.log(r2["passes"] / r1["passes"]) / math.log(n2 / n1)
+            passes = r2["passes"] * (N / n2) ** slope
+            lines.append(
+                f"Extrapolated to n = {N}: {per:.0f} s a pass (× (N/n)²), about {passes:.0f} passes "
+                f"(passes ∝ n^{slope:.2f} between n = {n1} and {n2}), so about "
+                f"{per * passes / 3600:.1f} h (sketch passes not counted separately).")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

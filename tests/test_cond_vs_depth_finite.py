@@ -68,3 +68,59 @@ def test_script_overlays_finite_and_infinite_widths(tmp_path, capsys):
 def test_script_rejects_bad_width():
     with pytest.raises(SystemExit):
         load_script().main(["--width", "0", "--no-progress"])
+
+
+def reference_records(x, index, *, depths, activations, width, seeds, trainable="all"):
+    """The records as ``iter_finite_batch`` computed them before the sweep engine: per record
+    ``MLP.init`` + ``empirical_ntk`` + ``spectrum_record``, one after the other."""
+    import math
+
+    import jax
+    import jax.numpy as jnp
+
+    from ntkcond.infinite.geometry import input_angles
+    from ntkcond.runs.depth import spectrum_record
+    from ntkcond.spectrum import argmin_upper, pairwise_angles
+
+    min_input = math.degrees(argmin_upper(input_angles(x))[0])
+    out = []
+    for act in activations:
+        for seed in seeds:
+            for depth in depths:
+                with x64():
+                    net = ntkcond.mlp(depth, width, act)
+                    params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
+                    K = np.asarray(ntkcond.empirical_ntk(net, params, jnp.asarray(x, jnp.float64),
+                                                         trainable=trainable))
+                rec = {"n": len(x), "depth": depth, "activation": net.activation.name,
+                       "width": width, "seed": seed, "trainable": trainable}
+                rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64))
+                rec["min_input_angle_deg"] = min_input
+                out.append(rec)
+    return out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("trainable", ["all", "last"])
+def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, trainable):
+    # Two batches of 24 digits: the same float64 operations in the same order as the reference
+    # give the same bits; 1e-12 relative admits a BLAS that rounds an entry differently
+    # (tests/test_sweep.py). Rank-deficient linear batches: test_sweep.
+    from ntkcond.finite.sweep import NetWeights
+
+    x, index = digits_batch[:48], np.arange(100, 148)
+    nets = NetWeights()
+    kw = dict(depths=[0, 1, 2, 4], activations=["relu", "linear"], width=24, seeds=[0, 2],
+              trainable=trainable)
+    for batch in range(2):  # the second batch reuses every net
+        xb = x[batch::2]
+        ours = measure_finite_batch(xb, index[batch::2], nets=nets, workers=workers, **kw)
+        ref = reference_records(xb, index[batch::2], **kw)
+        assert len(ours) == len(ref) == 16
+        for a, b in zip(ours, ref):
+            for key, value in b.items():
+                if isinstance(value, float):
+                    assert a[key] == pytest.approx(value, rel=1e-12, abs=0.0), key
+                else:
+                    assert a[key] == value, key
+    assert (nets.draws, nets.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times

@@ -4,9 +4,13 @@ import pytest
 
 from ntkcond import conditioning, datasets, infinite_ntk
 from ntkcond import InsufficientMemoryError
+from ntkcond.activations import parse_activation
+from ntkcond.infinite._recursion import gradient_recursion
 from ntkcond.scale.conditioning import (
     blockwise_ntk,
+    default_sketch,
     exact_conditioning,
+    kernel_recursion,
     matrix_free_conditioning,
 )
 
@@ -55,27 +59,97 @@ def test_linear_rank_deficient_prescribed_spectrum():
     np.testing.assert_allclose(mf.lambda_max, 4 * s[-1] ** 2 / d, rtol=1e-12)
 
 
+@pytest.mark.parametrize("activation", ["relu", ("leaky_relu", 0.1), ("leaky_relu", 0.9), "linear"])
+@pytest.mark.parametrize("layers", [None, "last", {0}, {0, 2}])
+def test_kernel_recursion_equals_gradient_recursion(activation, layers):
+    # Both compute T of eq. (2); the kernel-only recursion keeps θ to absolute precision (its
+    # errors enter T through ġ = 1 − βθ and cos θ), so T agrees to a few eps absolute, angles
+    # down to 1e-12 rad and up to π − 1e-12 rad included (3e-15 measured at depth 10).
+    rng = np.random.default_rng(0)
+    angle = np.concatenate([np.geomspace(1e-12, 0.1, 300), rng.uniform(0, np.pi, 300),
+                            np.pi - np.geomspace(1e-12, 0.1, 300), [0.0, np.pi]])
+    cos = np.cos(angle)
+    act = parse_activation(activation)
+    ref = {L: T.copy() for L, T, _, _, _ in gradient_recursion(angle, cos, [0, 1, 3, 10], act, layers)}
+    kept = angle.copy()
+    for L, T in kernel_recursion(angle, cos, [0, 1, 3, 10], act, layers):
+        assert np.max(np.abs(T - ref[L])) <= 5e-15 * max(1.0, np.max(np.abs(ref[L])))
+    assert np.array_equal(angle, kept)  # inputs untouched without overwrite=True
+
+
+def test_blockwise_kernel_does_not_depend_on_the_workers(digits):
+    x = digits[:150]
+    one = blockwise_ntk(x, depths=[3], block=40, workers=1)[3]
+    two = blockwise_ntk(x, depths=[3], block=40, workers=3)[3]
+    assert np.array_equal(one, two)  # each tile is computed alone, whoever computes it
+
+
+def test_exact_route_reports_its_phases(digits):
+    timings = {}
+    exact_conditioning(digits[:100], depths=[2], block=32, timings=timings)
+    assert set(timings) == {"build", "eigvalsh"} and all(v >= 0 for v in timings.values())
+
+
 def test_matrix_free_agrees_with_exact(digits):
     x = digits[:200]
     exact = exact_conditioning(x, depths=[3], block=64)[3]
-    mf = matrix_free_conditioning(x, depth=3, block=64, maxiter=150)
-    np.testing.assert_allclose(mf.lambda_max, exact.lambda_max, rtol=1e-9)  # ARPACK tol 1e-10
-    # The residual bound is rigorous: some eigenvalue lies within r·λ_max (+ rounding of the
-    # exact route, n·eps·λ_max) of the returned value, and the closest is λ_min here.
-    bound = mf.residual * mf.lambda_max + 200 * 2.3e-16 * exact.lambda_max
-    assert abs(mf.lambda_min_nonzero - exact.lambda_min_nonzero) <= bound
-    np.testing.assert_allclose(mf.kappa_eff, exact.kappa_eff, rtol=1e-6)
-    assert mf.matvecs > 0 and mf.null_dimension == 0
+    mf = matrix_free_conditioning(x, depth=3, block=64)
+    assert mf.converged and mf.method == "nystrom+lobpcg"
+    # The residual bounds are rigorous: an eigenvalue lies within r·λ_max of each returned
+    # value (+ rounding of the exact route, n·eps·λ_max), and the closest ones are the ends here.
+    rounding = 200 * 2.3e-16 * exact.lambda_max
+    assert abs(mf.lambda_min_nonzero - exact.lambda_min_nonzero) <= mf.residual * mf.lambda_max + rounding
+    assert abs(mf.lambda_max - exact.lambda_max) <= mf.residual_max * mf.lambda_max + rounding
+    # Residuals ≤ 1e-10·λ_max give the eigenvalues to ~r²/gap: κ_eff to 1e-8 with room.
+    assert mf.residual <= 1e-10 and mf.residual_max <= 1e-10
+    np.testing.assert_allclose(mf.kappa_eff, exact.kappa_eff, rtol=1e-8)
+    assert mf.null_dimension == mf.known_null == 0
+    assert mf.sketch == default_sketch(200) == 50 and mf.block_size == 32
+
+
+def test_matrix_free_pass_count(digits):
+    # One sketch pass + ``power`` sharpening passes start both blocks; then one pass per LOBPCG
+    # iteration and one final pass for the residuals. The Nyström preconditioner is what keeps
+    # the count low: without it (sketch=0) the same tolerance takes several times the passes.
+    x = digits[:200]
+    mf = matrix_free_conditioning(x, depth=3, block=64, power=1)
+    plain = matrix_free_conditioning(x, depth=3, block=64, sketch=0, maxiter=400)
+    assert mf.matvecs <= 40 and mf.converged
+    assert plain.converged and plain.sketch == 0 and plain.matvecs > 2 * mf.matvecs
+    np.testing.assert_allclose(plain.kappa_eff, mf.kappa_eff, rtol=1e-8)
+    capped = matrix_free_conditioning(x, depth=3, block=64, maxiter=10)
+    assert capped.matvecs == 11 and not capped.converged  # the cap, then the final pass
+    assert capped.residual > 1e-10
 
 
 def test_matrix_free_deflates_the_null_space_of_duplicates(digits):
     x = digits[:120].copy()
-    x[7], x[30] = x[2], x[11]  # two duplicated inputs: K has a 2-dimensional null space
+    # duplicated directions, bit for bit, scaled, and equal to ~1e-15 (not bit for bit):
+    # kernel rows in proportion up to rounding, a 3-dimensional null space known from x
+    x[7], x[30] = x[2], 2.0 * x[11]
+    x[40] = 3.0 * x[3] * (1 + 1e-15 * np.arange(x.shape[1]))
     exact = exact_conditioning(x, depths=[2], block=64)[2]
-    assert exact.rank == 118
-    mf = matrix_free_conditioning(x, depth=2, block=32, k=4, maxiter=150)
-    assert mf.null_dimension >= 2
-    np.testing.assert_allclose(mf.lambda_min_nonzero, exact.lambda_min_nonzero, rtol=1e-6)
+    assert exact.rank == 117
+    mf = matrix_free_conditioning(x, depth=2, block=32)
+    assert mf.known_null == 3 and mf.null_dimension == 3  # deflated from the start
+    assert mf.converged and mf.matvecs <= 40
+    np.testing.assert_allclose(mf.lambda_min_nonzero, exact.lambda_min_nonzero, rtol=1e-8)
+
+
+def test_matrix_free_finds_null_directions_it_was_not_told(digits, monkeypatch):
+    # The same null space hidden from the data check: the iteration finds both directions
+    # (Ritz values below τ = n·eps·λ_max, converged) and locks them.
+    import ntkcond.scale.conditioning as conditioning
+
+    monkeypatch.setattr(conditioning, "_known_null_space", lambda xh, *a: np.zeros((len(xh), 0)))
+    x = digits[:120].copy()
+    x[7] = x[2] * (1 + 1e-15 * np.arange(x.shape[1]))
+    x[40] = x[3] + 1e-15 * x[5]
+    exact = exact_conditioning(x, depths=[2], block=64)[2]
+    mf = matrix_free_conditioning(x, depth=2, block=32, k=4)
+    assert mf.known_null == 0 and mf.null_dimension == 120 - exact.rank == 2
+    np.testing.assert_allclose(mf.lambda_min_nonzero, exact.lambda_min_nonzero, rtol=1e-8)
+    assert mf.converged
 
 
 def test_too_little_memory_is_refused_before_allocating():
@@ -95,6 +169,10 @@ def test_bad_input(digits):
         blockwise_ntk(digits[:10], depths=[1], block=0)
     with pytest.raises(ValueError, match="1 <= k < n/2"):
         matrix_free_conditioning(digits[:10], depth=1, k=8)
+    with pytest.raises(ValueError, match="expected sketch as an integer >= 0"):
+        matrix_free_conditioning(digits[:40], depth=1, sketch=-1)
+    with pytest.raises(ValueError, match="expected workers as an integer >= 1"):
+        blockwise_ntk(digits[:10], depths=[1], workers=0)
 
 
 @pytest.mark.parametrize("call, err, match", [

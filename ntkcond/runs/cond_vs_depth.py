@@ -27,6 +27,7 @@ from .._core.checks import as_int
 from .._core.io import atomic_savefig, atomic_write
 from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
+from ..finite.sweep import NetWeights
 from .depth import iter_finite_batch, iter_infinite_batch
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
@@ -117,6 +118,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         spectra_dir = run.file("spectra")
         latest = []  # the eigenvalues of the kernel whose record comes next
         hook = latest.append if save_spectra else None
+        nets = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
         with tqdm(total=total, initial=resumed, desc=where, unit="kernel", disable=not progress) as bar:
             for b, act, width, s, missing in todo:
                 index = index_batches[b]
@@ -127,7 +129,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                 else:
                     new = iter_finite_batch(ds.x[index], index, depths=missing, activations=[act],
                                             width=width, seeds=[s], trainable=trainable, meta=meta,
-                                            on_spectrum=hook)
+                                            on_spectrum=hook, nets=nets)
                 for rec in new:
                     if save_spectra:  # the spectrum first: a record never lacks its file
                         _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), latest.pop())

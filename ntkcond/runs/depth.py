@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
 from ..activations import parse_activation
 from ..infinite.geometry import input_angles, pair_geometry
@@ -142,15 +143,23 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
 
 
 def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                      meta=None, on_spectrum=None):
-    """Records for one batch at finite width, every activation × seed × depth, yielded as
-    each kernel is done (``measure_finite_batch`` collects them in a list).
+                      meta=None, on_spectrum=None, nets=None, workers=None):
+    """Records for one batch at finite width, every activation × seed × depth, yielded in that
+    order (``measure_finite_batch`` collects them in a list).
 
     Each kernel is the exact empirical NTK of ``ntkcond.mlp(depth, width, activation)`` with
-    weights from ``jax.random.PRNGKey(seed)`` (the same seed gives the same net on every
-    batch), computed by the structured path (``ntkcond.empirical_ntk``) in float64 under a
-    scoped x64 context; angles are read off the kernel (``pairwise_angles``), so they are
-    resolved down to ~1e-8 rad only.
+    weights from ``jax.random.PRNGKey(seed)`` (``MLP.init``; the same seed gives the same net on
+    every batch and for every activation): on the CPU by ``ntkcond.finite.sweep.BatchNTK``,
+    bitwise the kernel of ``ntkcond.empirical_ntk`` at a fraction of the cost (weights drawn
+    once per (seed, depth) into ``nets``, the input Gram once per batch, in-place elementwise
+    passes), else by ``empirical_ntk`` in jax. Angles are read off the kernel
+    (``pairwise_angles``), so they are resolved down to ~1e-8 rad only.
+
+    The kernels and their spectra run on ``workers`` threads with BLAS at one thread
+    (``ntkcond._core.threads.ordered_map``): while the generator is open NumPy's BLAS is
+    single-threaded process-wide, and its thread count is restored when the generator is
+    exhausted or closed. Within an (activation, seed) the deepest nets go first; a record is
+    yielded once it and every record before it are done.
 
     Args:
       x: (n, d) batch; index: (n,) data-set indices of its rows.
@@ -158,46 +167,82 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
       width: hidden width m ≥ 1; seeds: iterable of int seeds.
       trainable: "all", "first" or "last".
       meta: keys copied into every record.
-      on_spectrum: as in ``iter_infinite_batch``.
+      on_spectrum: as in ``iter_infinite_batch``: called in the calling thread, in record
+        order, just before each record is yielded (the kernels may run on worker threads).
+      nets: a ``ntkcond.finite.sweep.NetWeights`` shared across calls (e.g. the batches of a
+        run), so each net is drawn once; default a store for this call.
+      workers: threads (default the BLAS thread count, ``blas_threads``); 1 runs the kernels
+        one after the other in the calling thread, BLAS threads untouched.
 
     Yields:
-      record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed.
+      record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed; ``seconds`` is
+      the wall time of that kernel's draw (0 when its weights were stored), kernel and record.
     """
-    from ..finite.empirical import empirical_ntk
     from ..finite.models import mlp
+    from ..finite.sweep import BatchNTK, NetWeights
 
     meta = dict(meta or {})
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 2:
         raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
     seeds = [int(s) for s in seeds]
+    depths = sorted(set(depths))
+    acts = [parse_activation(a) for a in activations]
     min_input = math.degrees(argmin_upper(input_angles(x))[0])
-    import jax
-    import jax.numpy as jnp
+    nets = NetWeights() if nets is None else nets
+    workers = blas_threads() if workers is None else int(workers)
+    batch = BatchNTK(x)
 
-    for activation in activations:
-        act = parse_activation(activation)
-        for seed in seeds:
-            for depth in sorted(set(depths)):
+    def task(act, seed, depth):
+        def prepare():
+            start = time.perf_counter()
+            net = mlp(depth, width, act)
+            params, _ = nets.get(net, seed, x.shape[1])
+            drawn = time.perf_counter() - start
+
+            def work():
                 start = time.perf_counter()
-                with x64():  # scoped per kernel: never left on while the caller runs
-                    net = mlp(depth, width, act)
-                    params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
-                    K = np.asarray(empirical_ntk(net, params, jnp.asarray(x, jnp.float64),
-                                                 trainable=trainable), np.float64)
+                K = _finite_kernel(batch, net, params, trainable)
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
                            seed=seed, trainable=trainable)
+                spectrum = []
                 rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64,
-                                           on_spectrum=on_spectrum))
+                                           on_spectrum=spectrum.append))
                 rec["min_input_angle_deg"] = min_input
-                rec["seconds"] = time.perf_counter() - start
-                yield rec
+                rec["seconds"] = drawn + time.perf_counter() - start
+                return rec, spectrum[0]
+
+            return work
+
+        return prepare
+
+    jobs = [(a, s, L) for a in acts for s in seeds for L in depths]
+    group = len(depths)  # deepest first within each (activation, seed): no idle worker at its end
+    order = [g + group - 1 - k for g in range(0, len(jobs), group) for k in range(group)]
+    for rec, spectrum in ordered_map([task(*job) for job in jobs], workers, order):
+        if on_spectrum is not None:
+            on_spectrum(spectrum)
+        yield rec
+
+
+def _finite_kernel(batch, net, params, trainable) -> np.ndarray:
+    """The float64 kernel of ``iter_finite_batch``: ``BatchNTK`` for NumPy weights (the CPU),
+    ``empirical_ntk`` in jax (scoped x64) for weights on an accelerator."""
+    if all(isinstance(w, np.ndarray) for w in params):
+        return batch.kernel(net, params, trainable)
+    import jax.numpy as jnp
+
+    from ..finite.empirical import empirical_ntk
+
+    with x64():
+        return np.asarray(empirical_ntk(net, params, jnp.asarray(batch.x, jnp.float64),
+                                        trainable=trainable), np.float64)
 
 
 def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                         meta=None, on_spectrum=None) -> list[dict]:
+                         meta=None, on_spectrum=None, nets=None, workers=None) -> list[dict]:
     """``list(iter_finite_batch(...))``: the records of one batch at finite width."""
     return list(iter_finite_batch(x, index, depths=depths, activations=activations, width=width,
                                   seeds=seeds, trainable=trainable, meta=meta,
-                                  on_spectrum=on_spectrum))
+                                  on_spectrum=on_spectrum, nets=nets, workers=workers))
