@@ -35,7 +35,7 @@ import numbers
 
 import numpy as np
 
-from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real, overflow_error
+from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real, float_dtype, overflow_error
 from .._core.checks import as_count, resolve_trainable
 from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 from ..spectrum import effective_condition_number, smallest_pairwise_angle
@@ -446,11 +446,4 @@ def _float_dtype(dtype, x, where):
     if dtype is None:
         dtype = dtype_of(x)
         return dtype if jnp.issubdtype(dtype, jnp.floating) else jnp.zeros((), float).dtype
-    try:
-        dt = jnp.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt is None or not jnp.issubdtype(dt, jnp.floating):
-        raise TypeError(f"{where}: expected dtype as a real floating dtype (e.g. numpy.float64), "
-                        f"got {dtype!r}")
-    return dt
+    return float_dtype(dtype, where)
