@@ -1,22 +1,21 @@
 """κ_eff of infinite-width NTKs beyond one batch: an exact blockwise route and a matrix-free one.
 
 Kernel tiles (both routes). The n × n kernel is computed in b × b tiles of its upper triangle
-(``kernel_tile``): the Gram tile and the input angles of ``infinite.geometry.unit_geometry``
-(Kahan's formula within 0.1 rad of 0 and π, as ``infinite_ntk``), then eq. (2) of ``infinite``
-by ``kernel_recursion``, the angle recursion of ``infinite._recursion`` carried for the kernel
-alone. Per layer, from θ, cos θ, u = 1 − cos θ, v = 1 + cos θ and sin θ = √(uv):
+(``kernel_tile``): one Gram GEMM per tile and the input angles as ``infinite.geometry.
+unit_geometry`` takes them from it (Kahan's formula within 0.1 rad of 0 and π, as
+``infinite_ntk``), then eq. (2) of ``infinite`` by ``kernel_recursion``, the angle recursion of
+``infinite._recursion`` carried for the kernel alone. Per layer, from θ, cos θ, u = 1 − cos θ,
+v = 1 + cos θ and sin θ = √(uv), with s = w_relu (sin θ − θ cos θ)/π:
 
-    κ₁ = (sin θ + (π − θ) cos θ)/π,     cos θ' = w_lin cos θ + w_relu κ₁,
-    u' = u − w_relu (sin θ − θ cos θ)/π,  v' = w_lin v + w_relu (1 + κ₁),
-    θ' = atan2(√(u'v'), cos θ'),          T' = s·cos θ' + (1 − βθ)·T,
+    u' = u − s,   cos θ' = cos θ + s  (= w_lin cos θ + w_relu κ₁(θ)),   v' = v + s,
+    θ' = atan2(√(u'v'), cos θ'),   T' = [layer trainable]·cos θ' + (1 − βθ)·T,
 
-(w_lin = 2α/(1 + α²), w_relu = (1 − α)²/(1 + α²), β = (1 − α)²/(π(1 + α²)), s = 1 for a
-trainable layer): one sqrt and one atan2 per layer and no sin/cos, 27 ns an entry at depth 3
-against 300 for ``gradient_recursion`` (which also carries the terms the gradient *angles* need
-to full relative precision; the kernel needs θ to absolute precision only, which the direct
-sin θ − θ cos θ keeps). T agrees with ``gradient_recursion``'s to 3e-15 absolute at depth 10
-(tested). The elementwise work runs on cache-sized row chunks, and the tiles on worker threads
-(``_core.threads``) with BLAS at one thread each.
+(w_lin + w_relu = 1, w_relu = (1 − α)²/(1 + α²), β = (1 − α)²/(π(1 + α²))): one sqrt and one
+atan2 per layer, no sin/cos, 23 ns an entry at depth 3 against 300 for ``gradient_recursion``
+(which also carries the terms the gradient *angles* need to full relative precision; the kernel
+needs θ to absolute precision only, which the direct sin θ − θ cos θ keeps). T agrees with
+``gradient_recursion``'s to 5e-15 absolute up to depth 10 (tested). The elementwise work runs on
+cache-sized row chunks, the tiles on worker threads (``_core.threads``), BLAS at one thread each.
 
 Exact route (n up to ~10⁴ on a laptop). The tiles are mirrored into an exactly symmetric
 n × n float64 kernel; one float64 ``eigvalsh`` (LAPACK ``syevr``, eigenvalues only,
@@ -26,7 +25,8 @@ overwriting the kernel) gives the whole spectrum and ``spectrum`` eq. (1):
 
 Memory: 8n² bytes per depth (800 MB at n = 10⁴), checked against the available memory
 *before* anything is allocated; too little raises ``InsufficientMemoryError`` pointing to the
-matrix-free route.
+matrix-free route. The build is a small part of the time (``timings``): MNIST, n = 10⁴, depth 3,
+see ``benchmarks/results/kappa_large_mnist.md``.
 
 Matrix-free route (any n; memory O(n·(b + r + k))). The kernel is never stored: a product K·V
 (V of any number of columns) is one pass over the tiles, K_IJ V_J and K_IJᵀ V_I, whose cost is
@@ -34,24 +34,28 @@ the tiles' (an n²d GEMM and the recursion), nearly independent of the columns. 
 carries many vectors:
 
   1. Known null space: rows of x with the same direction give kernel rows in proportion
-     (K(x, ·) = ‖x‖·h(x/‖x‖)), so e_i/‖x_i‖ − e_j/‖x_j‖ is a null vector of K; these (and a
-     ``null_space`` passed in) are deflated from the start.
-  2. Randomised Nyström sketch (Tropp et al. 2017; one pass K·Ω with r = ``sketch`` Gaussian
-     columns, ``power`` more passes of subspace iteration): K ≈ U Λ̂ Uᵀ, rank r.
-  3. LOBPCG (Knyazev 2001, orthonormal basis [X, P, W], the P of Hetmaniuk & Lehoucq 2006) on
-     a block of ``k`` vectors for the smallest eigenvalue above τ, preconditioned by the
-     Nyström inverse (K̂ + μI)⁻¹ = U(Λ̂ + μ)⁻¹Uᵀ + (I − UUᵀ)/μ with μ the current smallest
-     Ritz value: it flattens the top r eigenvalues, so the iteration sees the condition number
-     λ_{r+1}/λ_min of the tail instead of κ. A second LOBPCG block (``top`` vectors, started
-     on U's leading columns) rides along in the same passes for λ_max. Converged Ritz vectors
-     with values ≤ τ are null directions: they are locked into the deflated set.
+     (K(x, ·) = ‖x‖·h(x/‖x‖)), so e_i/‖x_i‖ − e_j/‖x_j‖ is a null vector of K. Rows within
+     1e-10 of each other after a random projection are checked (the vector's Rayleigh quotient
+     from their 2 × 2 kernel block at most τ) and deflated from the start, with ``null_space``.
+  2. Randomised Nyström sketch (Tropp, Yurtsever, Udell & Cevher 2017; a pass K·Ω with
+     r = ``sketch`` Gaussian columns, ``power`` more passes of subspace iteration):
+     K ≈ U Λ̂ Uᵀ of rank r. The passes' products also start both LOBPCG blocks (Ritz vectors on
+     their spans), so no pass is spent on starting vectors.
+  3. LOBPCG (Knyazev 2001; orthonormal basis [X, P, W], P as in Hetmaniuk & Lehoucq 2006) on a
+     block of ``k`` vectors for the smallest eigenvalue above τ, preconditioned by the Nyström
+     inverse U(Λ̂ + μ)⁻¹Uᵀ + (I − UUᵀ)/(λ̂_r + μ) (Frangella, Tropp & Udell 2023), μ the current
+     smallest Ritz value: it flattens the top r eigenvalues, so the iteration sees the
+     condition λ_{r+1}/λ_min of the tail instead of κ. A second block (``top`` vectors) rides
+     along in the same passes for λ_max. Converged Ritz vectors with values ≤ τ are null
+     directions: they are locked into the deflated set and the block restarts.
   4. A last pass recomputes K·v for both returned vectors: λ = vᵀKv and the residual
-     r = ‖Kv − λv‖. For symmetric K an eigenvalue lies within r of λ (rigorous; Weyl/Bauer–
-     Fike), and within r²/gap when the gap to the next eigenvalue is known; ``error_estimate``
-     uses the gap to the next Ritz value for it (an estimate, not a bound).
+     r = ‖Kv − λv‖. For symmetric K an eigenvalue lies within r of λ (rigorous), and within
+     r²/gap when the gap to the next eigenvalue is known; ``error_estimate`` uses the gap to the
+     next Ritz value for it (an estimate, not a bound).
 
-  MNIST test, ReLU, depth 3, n = 2,000: 45 passes instead of 233 (block-Jacobi LOBPCG +
-  Lanczos), each near its floor (``benchmarks/bench_kappa_large.py``).
+  MNIST test, ReLU, depth 3: 35 passes at n = 2,000 (was 233: block-Jacobi LOBPCG + Lanczos),
+  about 2.7× a pass's GEMM floor each (``benchmarks/bench_kappa_large.py``). The passes grow
+  slowly with n at the default sketch rank (``default_sketch``).
   Linear nets: K = c·XXᵀ/d, whose nonzero eigenvalues are those of c·XᵀX/d (d × d), so the
     exact answer costs O(n·d²) at any n, also when n > d makes K rank-deficient.
 """
@@ -443,19 +447,23 @@ class _KernelOperator:
     __call__ = matmat
 
 
-def _orthonormal(V, against=(), drop: float = 1e-12):
+def _orthonormal(V, against=(), drop: float = 1e-7):
     """Columns spanning V minus its components along the (orthonormal) ``against`` bases,
-    orthonormal (two rounds of Gram–Schmidt, then an SVD that drops columns below
-    ``drop`` of the largest singular value, or below 1e-300 absolutely)."""
+    orthonormal: two rounds of Gram–Schmidt, then twice V ← V·Q·w^(−1/2) from the eigenpairs
+    (w, Q) of VᵀV (Cholesky-QR2 by eigenvalues: n·m² flops in one GEMM, against n·m²·O(10)
+    for an SVD), the first time dropping directions with singular values below ``drop`` of the
+    largest (w below drop²·w_max): their direction is lost to rounding."""
     for _ in range(2):
         for B in against:
             if B is not None and B.shape[1]:
                 V = V - B @ (B.T @ V)
-    if V.shape[1] == 0:
-        return V
-    U, s, _ = np.linalg.svd(V, full_matrices=False)
-    keep = s > max(drop * (s[0] if s.size else 0.0), 1e-300)
-    return U[:, keep]
+    for rounds in range(2):
+        if V.shape[1] == 0:
+            return V
+        w, Q = np.linalg.eigh(V.T @ V)
+        keep = w > max(drop * drop * w[-1], 1e-300) if rounds == 0 else slice(None)
+        V = (V @ Q[:, keep]) / np.sqrt(w[keep])
+    return V
 
 
 class _Lobpcg:
@@ -573,11 +581,17 @@ def _nystrom(op, n, r, power, Y, rng, k, top):
         C = C[:, :count] if lowest else C[:, ::-1][:, :count]
         return omega @ C, prods @ C
 
-    omega = _orthonormal(rng.standard_normal((n, r)), (Y,))
+    def orth(V):  # Householder QR: Ω needs orthonormal columns, not a rank decision
+        if Y.shape[1]:
+            V = V - Y @ (Y.T @ V)
+        return np.linalg.qr(V)[0]
+
+    omega = orth(rng.standard_normal((n, r)))
     sketch = op(omega)
     low = ritz(omega, sketch, k, True)
     for _ in range(power):
-        omega = _orthonormal(sketch, (Y,))
+        omega = orth(sketch)
+        del sketch
         sketch = op(omega)
     high = ritz(omega, sketch, top, False)
     nu = math.sqrt(n) * np.finfo(np.float64).eps * np.linalg.norm(sketch)  # ≥ its 2-norm
@@ -627,8 +641,9 @@ def matrix_free_conditioning(
       x: (n, d) inputs without zero rows.
       depth, activation, trainable: as in ``infinite_ntk``.
       block: tile size b of the kernel passes.
-      k: LOBPCG block size for the smallest eigenvalue (1 ≤ k < n/2; default min(32, n/4):
-        MNIST, n = 2000: 43 passes at k = 16, 35 at k = 32).
+      k: LOBPCG block size for the smallest eigenvalue (1 ≤ k < n/2; default min(64, n/4):
+        MNIST, n = 2000: 43, 34, 25, 22 passes at k = 16, 32, 64, 96; a pass's cost barely
+        depends on k, the dense algebra between passes grows as n·k²).
       rtol, atol: cutoff τ = max(atol, rtol·λ_max); default rtol = n·eps₆₄, as the exact route.
       lanczos_tol: λ_max is converged when its residual ≤ lanczos_tol·λ_max (the name is
         kept from the Lanczos version of this route).
@@ -660,7 +675,7 @@ def matrix_free_conditioning(
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     if act.is_linear:
         return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
-    k = min(32, max(1, n // 4)) if k is None else as_int(k, "k", where, 1)
+    k = min(64, max(1, n // 4)) if k is None else as_int(k, "k", where, 1)
     if not 1 <= k < n // 2:
         raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2}, got k = {k}")
     rank = default_sketch(n) if sketch is None else min(as_int(sketch, "sketch", where, 0), n // 4)
@@ -673,20 +688,20 @@ def matrix_free_conditioning(
     # BLAS at one thread throughout when the tiles run on threads: the solver's dense algebra
     # is small (n × 3k blocks), and a multi-threaded BLAS on a shared machine spins.
     with single_threaded_blas() if workers > 1 else contextlib.nullcontext():
-        return _solve(op, xh, norms, k, rank, power, top, rtol, atol, lanczos_tol, lobpcg_tol,
-                      maxiter, null_space, max_deflations, seed, start, where)
+        return _solve(op, xh, norms, (d, act, layers, depths[0]), k, rank, power, top, rtol, atol,
+                      lanczos_tol, lobpcg_tol, maxiter, null_space, max_deflations, seed, start,
+                      where)
 
 
-def _solve(op, xh, norms, k, rank, power, top, rtol, atol, lanczos_tol, lobpcg_tol, maxiter,
-           null_space, max_deflations, seed, start, where):
+def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lobpcg_tol,
+           maxiter, null_space, max_deflations, seed, start, where):
     """The solver of ``matrix_free_conditioning`` (steps 1–4 of the module docstring)."""
     n = xh.shape[0]
     rng = np.random.default_rng(seed)
-    diag = kernel_tile(xh[:1], np.ones(1), 1, 0, 1, 0, 1, op.tiles.act, [op.tiles.depths[0]],
-                       op.tiles.layers)[op.tiles.depths[0]][0, 0]  # T(0): K_ii = T(0)‖x_i‖²
-    floor = max(atol, rtol * float(diag) * float(np.max(norms)) ** 2 / op.tiles.d)
-    Y = _known_null_space(xh, norms, op.tiles.d, op.tiles.act, op.tiles.layers,
-                          op.tiles.depths[0], floor, rng)
+    d, act, layers, depth = net  # the kernel's: K_ii = T(0)‖x_i‖²/d ≤ λ_max
+    diag = kernel_tile(xh[:1], np.ones(1), 1, 0, 1, 0, 1, act, [depth], layers)[depth][0, 0]
+    floor = max(atol, rtol * float(diag) * float(np.max(norms)) ** 2 / d)
+    Y = _known_null_space(xh, norms, d, act, layers, depth, floor, rng)
     if null_space is not None:
         extra = np.asarray(null_space, dtype=np.float64).reshape(n, -1)
         Y = _orthonormal(np.hstack([Y, extra]))
@@ -705,7 +720,8 @@ def _solve(op, xh, norms, k, rank, power, top, rtol, atol, lanczos_tol, lobpcg_t
         # (K̂ + μI)⁻¹ on span U; the rest weighted as by the sketch's smallest value λ̂_r + μ
         # (Frangella, Tropp & Udell 2023): K is not μ there, and 1/μ would let W ignore
         # U-components that the sketch got wrong (a null vector partly in span U stalls)
-        return U @ (UR / (lam + mu)[:, None]) + (R - U @ UR) / (lam[-1] + mu)
+        rest = 1.0 / (lam[-1] + mu)
+        return U @ (UR * (1.0 / (lam + mu) - rest)[:, None]) + rest * R
 
     cutoff, deflations, converged = None, 0, False
     while True:
