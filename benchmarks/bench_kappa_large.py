@@ -2,8 +2,8 @@
 """Time and peak memory of the exact and matrix-free κ_eff routes against n.
 
     python benchmarks/bench_kappa_large.py [--exact 1000,2000,5000,10000] [--matrix-free 1000,2000]
-        [--exact-threads 1] [--exact-default 2000] [--pass-at 10000] [--extrapolate 60000]
-        [--depth 3]
+        [--exact-threads 1] [--exact-default 2000] [--pass-at 10000] [--exponent-at 10000]
+        [--extrapolate 60000] [--depth 3]
         [--out FILE.md]
 
 Each (route, n) runs in a fresh subprocess on the first n MNIST test images (papers'
@@ -20,8 +20,10 @@ n²d flops of the pass's Gram tiles (symmetric: half of 2n²d) at the machine's 
 measured in the same child (the best of a 2048² matmul on the BLAS threads and ``workers``
 concurrent 1024² matmuls at one thread each), and κ_eff's relative difference from the exact
 route at the same n. ``--pass-at N`` times single passes at n = N and extrapolates the
-matrix-free time to ``--extrapolate`` inputs: a pass scales as n², the passes as measured
-between the matrix-free rows (a power law fitted to the two largest n).
+matrix-free time to ``--extrapolate`` inputs: a pass scales as n²; the passes as (n/r)^a, r the
+default sketch rank (capped at 2048, so beyond n = 10⁴ the passes grow), with a measured by
+``--exponent-at`` (the same n at a quarter of the default sketch rank); plus the two sketch
+passes' K·Ω products, 2n²r flops each at the measured GEMM rate.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import subprocess
 import sys
 
 from ntkcond._core.io import atomic_write
+from ntkcond.scale.conditioning import default_sketch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,16 +78,17 @@ if route.startswith("exact"):
         c = exact_conditioning(x, depths=[{depth}], timings=timings)[{depth}]
     out = dict(kappa=c.kappa_eff, lmax=c.lambda_max, lmin=c.lambda_min_nonzero, rank=c.rank,
                build=timings["build"], eigvalsh=timings["eigvalsh"])
-elif route == "matrix-free":
-    c = matrix_free_conditioning(x, depth={depth})
+elif route.startswith("matrix-free"):
+    sketch = int(route.split(":")[1]) if ":" in route else None
+    c = matrix_free_conditioning(x, depth={depth}, sketch=sketch)
     out = dict(kappa=c.kappa_eff, lmax=c.lambda_max, lmin=c.lambda_min_nonzero, passes=c.matvecs,
                residual=c.residual, residual_max=c.residual_max, estimate=c.error_estimate,
                converged=c.converged, pass_seconds=c.seconds_per_pass, sketch=c.sketch,
                k=c.block_size)
-else:  # single passes: k + top = 36 columns, as the LOBPCG passes carry
+else:  # single passes: k + top = 68 columns, as the default LOBPCG passes carry
     xh, norms, d, act, depths, layers, block = _prepare(x, [{depth}], "relu", "all", 512, "pass")
     op = _KernelOperator(xh, norms, d, act, {depth}, layers, block, workers)
-    V = np.random.default_rng(0).standard_normal((x.shape[0], 36))
+    V = np.random.default_rng(0).standard_normal((x.shape[0], 68))
     ts = []
     for _ in range(2):
         s = time.perf_counter(); op(V); ts.append(time.perf_counter() - s)
@@ -111,6 +115,9 @@ def main(argv=None) -> int:
                    help="n at which the exact route also runs on the default BLAS threads")
     p.add_argument("--matrix-free", default="1000,2000")
     p.add_argument("--pass-at", default="", help="n at which to time single passes")
+    p.add_argument("--exponent-at", default="",
+                   help="n at which to rerun the matrix-free route at a quarter of the default "
+                        "sketch rank, to measure how the passes grow with n/r")
     p.add_argument("--extrapolate", type=int, default=60000)
     p.add_argument("--depth", type=int, default=3)
     p.add_argument("--out", default=None)
@@ -119,6 +126,7 @@ def main(argv=None) -> int:
     runs = ([("exact" if m == "default" else "exact-1", n) for n in _list(args.exact) for m in modes]
             + [("exact", n) for n in _list(args.exact_default) if "default" not in modes]
             + [("matrix-free", n) for n in _list(args.matrix_free)]
+            + [(f"matrix-free:{default_sketch(n) // 4}", n) for n in _list(args.exponent_at)]
             + [("pass", n) for n in _list(args.pass_at)])
     results = {}
     for route, n in runs:
@@ -147,7 +155,8 @@ def main(argv=None) -> int:
         if route == "pass":
             continue
         ex = best_exact(n)
-        diff = f"{abs(r['kappa'] / ex['kappa'] - 1):.1e}" if ex and route == "matrix-free" else ""
+        diff = (f"{abs(r['kappa'] / ex['kappa'] - 1):.1e}" if ex and route.startswith("matrix-free")
+                else "")
         if route.startswith("exact"):
             threads = "BLAS at 1 thread" if route == "exact-1" else "default BLAS threads"
             notes = (f"{threads}; build {r['build']:.2f} s + eigvalsh {r['eigvalsh']:.2f} s; "
@@ -158,29 +167,45 @@ def main(argv=None) -> int:
                      f"{r['pass_seconds']:.3f} s a pass = {r['pass_seconds'] / r['pass_floor']:.1f}× "
                      f"its GEMM floor {r['pass_floor']:.3f} s; residuals {r['residual']:.1e}, "
                      f"{r['residual_max']:.1e}·λ_max (estimated error {r['estimate']:.0e})")
-        name = "exact" if route.startswith("exact") else route
+        name = ("exact" if route.startswith("exact") else
+                route.replace("matrix-free:", "matrix-free, sketch rank "))
         lines.append(f"| {name} | {n} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
                      f"{r['peak_mb'] - r['base_mb']:.0f} | {r['kappa']:.6g} | {r['lmin']:.6g} | {diff} | {notes} |")
-    mf = sorted((n, r) for (route, n), r in results.items() if route == "matrix-free")
+    mf = dict((n, r) for (route, n), r in results.items() if route == "matrix-free")
+    small = [(n, r) for (route, n), r in results.items() if route.startswith("matrix-free:")]
+    exponent = None
+    for n, r in small:  # passes ∝ (n/r)^a: a from two sketch ranks at the same n
+        if n in mf and r["sketch"] and r["sketch"] != mf[n]["sketch"]:
+            exponent = (math.log(r["passes"] / mf[n]["passes"])
+                        / math.log(mf[n]["sketch"] / r["sketch"]))
+            lines += ["", f"At n = {n}: {mf[n]['passes']} passes at sketch rank {mf[n]['sketch']}, "
+                          f"{r['passes']} at {r['sketch']}: passes ∝ (n/r)^{exponent:.2f}."]
     for (route, n), r in results.items():
         if route != "pass":
             continue
         N = args.extrapolate
         per = r["pass_seconds"] * (N / n) ** 2
-        lines += ["", f"One pass at n = {n}: {r['pass_seconds']:.2f} s (GEMM floor "
-                      f"{r['pass_floor']:.2f} s, {r['pass_seconds'] / r['pass_floor']:.1f}×)."]
-        if len(mf) >= 2:
-            (n1, r1), (n2, r2) = mf[-2], mf[-1]
-            slope = math.log(r2["passes"] / r1["passes"]) / math.log(n2 / n1)
-            passes = r2["passes"] * (N / n2) ** slope
+        lines += ["", f"One pass at n = {n} (68 columns): {r['pass_seconds']:.2f} s, its GEMM floor "
+                      f"{r['pass_floor']:.2f} s ({r['pass_seconds'] / r['pass_floor']:.1f}×)."]
+        if exponent is not None and mf:
+            n2 = max(mf)
+            r2 = mf[n2]
+            rN = default_sketch(N)
+            passes = r2["passes"] * ((N / rN) / (n2 / r2["sketch"])) ** exponent
+            sketch_extra = 2 * 2.0 * N * N * rN / r["gemm_rate"]  # two sketch passes' K·Ω
+            total = passes * per + sketch_extra
             lines.append(
-                f"Extrapolated to n = {N}: {per:.0f} s a pass (× (N/n)²), about {passes:.0f} passes "
-                f"(passes ∝ n^{slope:.2f} between n = {n1} and {n2}), so about "
-                f"{per * passes / 3600:.1f} h (sketch passes not counted separately).")
+                f"Extrapolated to n = {N}: {per:.0f} s a pass (× (N/n)²); sketch rank {rN}; "
+                f"{r2['passes']} passes at n = {n2} × ((N/{rN})/({n2}/{r2['sketch']}))^{exponent:.2f} "
+                f"≈ {passes:.0f} passes; the two sketch passes add 2·2N²r flops ≈ "
+                f"{sketch_extra:.0f} s: about {total / 3600:.1f} h on this machine "
+                f"(memory: a few n × r float64 arrays, {N * rN * 8 / 2**30:.1f} GiB each).")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
         atomic_write(args.out, text)
+        atomic_write(os.path.splitext(args.out)[0] + ".json",
+                     json.dumps({f"{route} {n}": r for (route, n), r in results.items()}, indent=1))
     return 0
 
 

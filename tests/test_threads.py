@@ -62,6 +62,7 @@ def test_an_error_in_a_task_is_raised_in_order():
 
 
 def test_bad_submit_order_is_refused():
-    with pytest.raises(ValueError, match=r"ordered_map: expected submit_order as a permutation of range\(3\)"):
+    expected = r"ordered_map: expected submit_order as a permutation of range\(3\)"
+    with pytest.raises(ValueError, match=expected):
         list(ordered_map(tasks(3, []), 2, [0, 0, 1]))
     assert cpu_count() >= 1

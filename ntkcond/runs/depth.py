@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .._core.checks import as_count
 from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
 from ..activations import parse_activation
@@ -150,10 +151,11 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
     Each kernel is the exact empirical NTK of ``ntkcond.mlp(depth, width, activation)`` with
     weights from ``jax.random.PRNGKey(seed)`` (``MLP.init``; the same seed gives the same net on
     every batch and for every activation): on the CPU by ``ntkcond.finite.sweep.BatchNTK``,
-    bitwise the kernel of ``ntkcond.empirical_ntk`` at a fraction of the cost (weights drawn
-    once per (seed, depth) into ``nets``, the input Gram once per batch, in-place elementwise
-    passes), else by ``empirical_ntk`` in jax. Angles are read off the kernel
-    (``pairwise_angles``), so they are resolved down to ~1e-8 rad only.
+    bit for bit the kernel of ``ntkcond.empirical_ntk`` run on the same BLAS thread count, at a
+    fraction of the cost (weights drawn once per (seed, depth) into ``nets``, the input Gram
+    once per batch, in-place elementwise passes, linear nets' identical gradient rows once),
+    else (weights on an accelerator) by ``empirical_ntk`` in jax, one kernel at a time. Angles
+    are read off the kernel (``pairwise_angles``), so they are resolved down to ~1e-8 rad only.
 
     The kernels and their spectra run on ``workers`` threads with BLAS at one thread
     (``ntkcond._core.threads.ordered_map``): while the generator is open NumPy's BLAS is
@@ -190,7 +192,8 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
     acts = [parse_activation(a) for a in activations]
     min_input = math.degrees(argmin_upper(input_angles(x))[0])
     nets = NetWeights() if nets is None else nets
-    workers = blas_threads() if workers is None else int(workers)
+    workers = (blas_threads() if workers is None
+               else as_count(workers, "workers", "measure_finite_batch"))
     batch = BatchNTK(x)
 
     def task(act, seed, depth):
@@ -217,6 +220,10 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
 
         return prepare
 
+    import jax
+
+    if jax.default_backend() != "cpu":  # weights land on the accelerator: empirical_ntk there
+        workers = 1
     jobs = [(a, s, L) for a in acts for s in seeds for L in depths]
     group = len(depths)  # deepest first within each (activation, seed): no idle worker at its end
     order = [g + group - 1 - k for g in range(0, len(jobs), group) for k in range(group)]

@@ -53,9 +53,11 @@ carries many vectors:
      r²/gap when the gap to the next eigenvalue is known; ``error_estimate`` uses the gap to the
      next Ritz value for it (an estimate, not a bound).
 
-  MNIST test, ReLU, depth 3: 35 passes at n = 2,000 (was 233: block-Jacobi LOBPCG + Lanczos),
-  about 2.7× a pass's GEMM floor each (``benchmarks/bench_kappa_large.py``). The passes grow
-  slowly with n at the default sketch rank (``default_sketch``).
+  MNIST test, ReLU, depth 3: 25 passes at n = 2,000 (was 233: block-Jacobi LOBPCG + Lanczos),
+  41 at n = 10⁴, each about 3× its GEMM floor (n²d flops at the machine's GEMM rate); κ_eff
+  within 2e-12 (n = 2,000) and 1e-10 (n = 10⁴) of the exact route's
+  (``benchmarks/results/kappa_large_mnist.md``). With the sketch rank capped (``default_sketch``)
+  the passes grow as about (n/r)^0.43.
   Linear nets: K = c·XXᵀ/d, whose nonzero eigenvalues are those of c·XᵀX/d (d × d), so the
     exact answer costs O(n·d²) at any n, also when n > d makes K rank-deficient.
 """
@@ -529,8 +531,10 @@ def _clean_against(P, AP, X, AX):
     keep = np.linalg.norm(P, axis=0) > 0.5  # the columns had norm 1
     if not np.any(keep):
         return None, None
-    Q, R = np.linalg.qr(P[:, keep])
-    return Q, np.linalg.solve(R.T, AP[:, keep].T).T
+    P, AP = P[:, keep], AP[:, keep]
+    # PᵀP = I + O(rounding): one Cholesky-QR step, R = chol(PᵀP)ᵀ close to I
+    R = np.linalg.cholesky(P.T @ P).T
+    return (np.linalg.solve(R.T, P.T).T, np.linalg.solve(R.T, AP.T).T)
 
 
 def _known_null_space(xh, norms, d, act, layers, depth, cutoff_floor, rng):
@@ -601,8 +605,13 @@ def _nystrom(op, n, r, power, Y, rng, k, top):
     import scipy.linalg
 
     B = scipy.linalg.solve_triangular(chol, shifted.T, lower=True).T
-    U, s, _ = np.linalg.svd(B, full_matrices=False)
-    return U, np.maximum(s * s - nu, 0.0), low, high
+    # B = UΣVᵀ from the r × r eigenproblem BᵀB = VΣ²Vᵀ (U = BVΣ⁻¹; the preconditioner needs
+    # U and Σ² to a few digits, not an SVD's accuracy): n·r² GEMMs instead of an n × r SVD
+    w, V = np.linalg.eigh(B.T @ B)
+    w, V = w[::-1], V[:, ::-1]
+    keep = w > w[0] * np.finfo(np.float64).eps * r
+    U = (B @ V[:, keep]) / np.sqrt(w[keep])
+    return U, np.maximum(w[keep] - nu, 0.0), low, high
 
 
 def default_sketch(n: int) -> int:
@@ -649,7 +658,8 @@ def matrix_free_conditioning(
         kept from the Lanczos version of this route).
       lobpcg_tol: λ_min⁺ is converged when its residual ≤ lobpcg_tol·λ_max (the error of
         λ_min⁺ is then about residual²/gap: 1e-10 gives κ_eff to ~1e-12 on MNIST, n = 2000).
-      maxiter: LOBPCG iterations (passes) at most, deflation restarts included.
+      maxiter: passes at most before the final one (sketch passes and deflation restarts
+        included); unconverged results say so (``converged``, ``residual``).
       null_space: optional (n, m) basis of a known null space, deflated from the start (as are
         the null vectors of duplicated input directions).
       max_deflations: times converged null directions may be locked before giving up.
@@ -776,7 +786,7 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
     per_pass = [s for cols, s in op.seconds if cols <= k + top]
     return MatrixFreeConditioning(
         n=n, lambda_max=lam_max, lambda_min_nonzero=lam_min, kappa_eff=lam_max / lam_min,
-        cutoff=cutoff, null_dimension=Y.shape[1], matvecs=op.passes,
+        cutoff=float(cutoff), null_dimension=Y.shape[1], matvecs=op.passes,
         converged=bool(converged and residual <= lobpcg_tol and residual_max <= lanczos_tol),
         residual=residual, method="nystrom+lobpcg", seconds=time.perf_counter() - start,
         residual_max=residual_max, error_estimate=float(estimate), known_null=known,
