@@ -52,6 +52,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "data", "mnist_test.npz")
+#: Batches of 512 in MNIST-train as the issue counts them: ⌈60,000 / 512⌉.
+MNIST_TRAIN_BATCHES = math.ceil(60000 / 512)
 
 
 def batch_flops(n: int, d: int, m: int, depths, nets: int) -> float:
@@ -244,6 +246,7 @@ def main(argv=None) -> int:
         "cpu_seconds": cpu, "cpu_floor_seconds": floor_cpu, "cpu_ratio": cpu / floor_cpu,
         "probes": {str(b): probes.by_batch[b] for b in batches} | {"after": after},
         "record_seconds_per_batch": per_batch,
+        "extrapolated_mnist_train_seconds": wall / len(batches) * MNIST_TRAIN_BATCHES,
     }
     if args.reference_batches:
         from ntkcond._core.threads import single_threaded_blas
@@ -297,6 +300,9 @@ def main(argv=None) -> int:
         f"eigvalsh({n}) (median {result['eigvalsh_ms_median']:.1f} ms).",
         f"Wall seconds per batch (records' own): {', '.join(f'{s / workers:.1f}' for s in per_batch)} "
         f"(sum of record seconds / {workers} workers).",
+        f"Extrapolated to the {MNIST_TRAIN_BATCHES} batches of MNIST-train (60,000 images): "
+        f"{wall / len(batches) * MNIST_TRAIN_BATCHES / 60:.1f} min (this run's wall time per batch; "
+        f"its floor {floor / len(batches) * MNIST_TRAIN_BATCHES / 60:.1f} min).",
     ]
     if "reference" in result:
         w = result["reference"]["max_rel_diff_vs_sweep"]

@@ -2,8 +2,10 @@
 
 ``blocks``: the NumPy block engine (one block of the NTK, or one block's smallest angles);
 ``sharded``: the same blocks on every JAX device; ``streaming``: the smallest gradient angle
-over all pairs without an n × n matrix; ``conditioning``: κ_eff of the n × n infinite-width NTK,
-exact (blockwise kernel + one eigvalsh) or matrix-free (Lanczos).
+over all pairs without an n × n matrix; ``tiles``: the n × n infinite-width NTK in b × b tiles
+on worker threads; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
+eigvalsh); ``matrix_free``: the same κ_eff without storing the kernel (Nyström-preconditioned
+LOBPCG).
 """
 from .._core.memory import InsufficientMemoryError as InsufficientMemoryError
 from .conditioning import (
