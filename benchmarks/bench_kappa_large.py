@@ -2,8 +2,8 @@
 """Time and peak memory of the exact and matrix-free κ_eff routes against n.
 
     python benchmarks/bench_kappa_large.py [--exact 1000,2000,5000,10000] [--matrix-free 1000,2000]
-        [--exact-threads 1] [--exact-default 2000] [--pass-at 10000] [--exponent-at 10000]
-        [--extrapolate 60000] [--depth 3]
+        [--no-cache 2000] [--exact-threads 1] [--exact-default 2000] [--pass-at 10000]
+        [--exponent-at 10000] [--extrapolate 60000] [--depth 3] [--repeat 1]
         [--out FILE.md]
 
 Each (route, n) runs in a fresh subprocess on the first n MNIST test images (papers'
@@ -15,15 +15,22 @@ Exact rows split the time into the kernel build (tiles on the BLAS threads as wo
 ``eigvalsh``; ``--exact-threads`` runs them with the default BLAS threads and/or with BLAS at
 one thread, ``--exact-default`` adds default-thread runs at some n (on a shared machine a
 multi-threaded LAPACK can be many times slower than a single thread; the faster of the two is
-the exact route's time the matrix-free one is compared with). Matrix-free rows give the passes, the median wall time of a pass and its floor: the
-n²d flops of the pass's Gram tiles (symmetric: half of 2n²d) at the machine's float64 GEMM rate,
+the exact route's time the matrix-free one is compared with). Matrix-free rows run with the
+default tile cache (half the available memory: at n ≤ 10⁴ every tile is kept after the first
+pass) and, at the ``--no-cache`` n, with ``cache=0`` (every pass recomputes every tile). They
+give the passes, the median wall time of a pass and, without the cache, its floors: the n²d
+flops of the pass's Gram tiles (symmetric: half of 2n²d) at the machine's float64 GEMM rate,
 measured in the same child (the best of a 2048² matmul on the BLAS threads and ``workers``
-concurrent 1024² matmuls at one thread each), and κ_eff's relative difference from the exact
-route at the same n. ``--pass-at N`` times single passes at n = N and extrapolates the
+concurrent 1024² matmuls at one thread each), and that plus the elementwise recursion (one
+512 × 512 tile at one thread, its GEMM taken off, per entry × n(n+1)/2 / workers); and κ_eff's
+relative difference from the exact route at the same n. ``--repeat R`` runs all rows R times in
+alternating rounds and reports each row's median-time run. ``--pass-at N`` times single passes at n = N and extrapolates the
 matrix-free time to ``--extrapolate`` inputs: a pass scales as n²; the passes as (n/r)^a, r the
 default sketch rank (capped at 2048, so beyond n = 10⁴ the passes grow), with a measured by
 ``--exponent-at`` (the same n at a quarter of the default sketch rank); plus the two sketch
-passes' K·Ω products, 2n²r flops each at the measured GEMM rate.
+passes' K·Ω products, 2n²r flops each at the measured GEMM rate; then the same with the default
+cache, from a cached pass timed at n = N and the fraction of the tiles half the memory available
+now would keep.
 """
 from __future__ import annotations
 
@@ -82,11 +89,12 @@ if route.startswith("exact"):
                build=timings["build"], eigvalsh=timings["eigvalsh"])
 elif route.startswith("matrix-free"):
     sketch = int(route.split(":")[1]) if ":" in route else None
-    c = matrix_free_conditioning(x, depth={depth}, sketch=sketch)
+    cache = 0 if route == "matrix-free-nocache" else None
+    c = matrix_free_conditioning(x, depth={depth}, sketch=sketch, cache=cache)
     out = dict(kappa=c.kappa_eff, lmax=c.lambda_max, lmin=c.lambda_min_nonzero, passes=c.matvecs,
                residual=c.residual, residual_max=c.residual_max, estimate=c.error_estimate,
                converged=c.converged, pass_seconds=c.seconds_per_pass, sketch=c.sketch,
-               k=c.block_size)
+               k=c.block_size, cache_bytes=c.cache_bytes, cached_fraction=c.cached_fraction)
 else:  # single passes: k + top = 68 columns, as the default LOBPCG passes carry
     xh, norms, d, act, depths, layers, block = prepare(x, [{depth}], "relu", "all", 512, "pass")
     op = KernelOperator(xh, norms, d, act, {depth}, layers, block, workers)
@@ -94,7 +102,13 @@ else:  # single passes: k + top = 68 columns, as the default LOBPCG passes carry
     ts = []
     for _ in range(2):
         s = time.perf_counter(); op(V); ts.append(time.perf_counter() - s)
-    out = dict(pass_seconds=min(ts))
+    cached = KernelOperator(xh, norms, d, act, {depth}, layers, block, workers, 1 << 62)
+    cached(V)  # computes and keeps every tile
+    tc = []
+    for _ in range(3):
+        s = time.perf_counter(); cached(V); tc.append(time.perf_counter() - s)
+    from ntkcond._core.memory import available_memory
+    out = dict(pass_seconds=min(ts), cached_pass_seconds=min(tc), available=available_memory())
 seconds = time.perf_counter() - t
 rate = gemm_rate()
 if route.startswith("matrix-free") or route == "pass":
@@ -126,6 +140,8 @@ def main(argv=None) -> int:
     p.add_argument("--exact-default", default="2000",
                    help="n at which the exact route also runs on the default BLAS threads")
     p.add_argument("--matrix-free", default="1000,2000")
+    p.add_argument("--no-cache", default="2000",
+                   help="n at which the matrix-free route also runs with cache=0 (no tiles kept)")
     p.add_argument("--pass-at", default="", help="n at which to time single passes")
     p.add_argument("--exponent-at", default="",
                    help="n at which to rerun the matrix-free route at a quarter of the default "
@@ -140,6 +156,7 @@ def main(argv=None) -> int:
     runs = ([("exact" if m == "default" else "exact-1", n) for n in _list(args.exact) for m in modes]
             + [("exact", n) for n in _list(args.exact_default) if "default" not in modes]
             + [("matrix-free", n) for n in _list(args.matrix_free)]
+            + [("matrix-free-nocache", n) for n in _list(args.no_cache)]
             + [(f"matrix-free:{default_sketch(n) // 4}", n) for n in _list(args.exponent_at)]
             + [("pass", n) for n in _list(args.pass_at)])
     results = {}
@@ -183,6 +200,14 @@ def main(argv=None) -> int:
             threads = "BLAS at 1 thread" if route == "exact-1" else "default BLAS threads"
             notes = (f"{threads}; build {r['build']:.2f} s + eigvalsh {r['eigvalsh']:.2f} s; "
                      f"rank {r['rank']}")
+        elif r.get("cached_fraction", 0.0) > 0:
+            ratio = f"{r['seconds'] / ex['seconds']:.1f}× the exact route, " if ex else ""
+            notes = (f"{ratio}{r['passes']} passes (sketch rank {r['sketch']}, k = {r['k']}); "
+                     f"{100 * r['cached_fraction']:.0f} % of the tiles kept "
+                     f"({r['cache_bytes'] / 2**20:.0f} MB), so a pass after the first takes "
+                     f"{r['pass_seconds']:.3f} s (recomputing all: GEMM floor {r['pass_floor']:.3f} s); "
+                     f"residuals {r['residual']:.1e}, {r['residual_max']:.1e}·λ_max "
+                     f"(estimated error {r['estimate']:.0e})")
         else:
             ratio = f"{r['seconds'] / ex['seconds']:.1f}× the exact route, " if ex else ""
             notes = (f"{ratio}{r['passes']} passes (sketch rank {r['sketch']}, k = {r['k']}), "
@@ -191,7 +216,8 @@ def main(argv=None) -> int:
                      f"GEMM + elementwise recursion, {full_floor(r):.3f} s); residuals {r['residual']:.1e}, "
                      f"{r['residual_max']:.1e}·λ_max (estimated error {r['estimate']:.0e})")
         name = ("exact" if route.startswith("exact") else
-                route.replace("matrix-free:", "matrix-free, sketch rank "))
+                route.replace("matrix-free:", "matrix-free, sketch rank ")
+                .replace("matrix-free-nocache", "matrix-free, cache=0"))
         lines.append(f"| {name} | {n} | {r['seconds']:.1f} | {r['peak_mb']:.0f} | "
                      f"{r['peak_mb'] - r['base_mb']:.0f} | {r['kappa']:.6g} | {r['lmin']:.6g} | {diff} | {notes} |")
     mf = dict((n, r) for (route, n), r in results.items() if route == "matrix-free")
@@ -222,8 +248,19 @@ def main(argv=None) -> int:
                 f"Extrapolated to n = {N}: {per:.0f} s a pass (× (N/n)²); sketch rank {rN}; "
                 f"{r2['passes']} passes at n = {n2} × ((N/{rN})/({n2}/{r2['sketch']}))^{exponent:.2f} "
                 f"≈ {passes:.0f} passes; the two sketch passes add 2·2N²r flops ≈ "
-                f"{sketch_extra:.0f} s: about {total / 3600:.1f} h on this machine "
+                f"{sketch_extra:.0f} s: about {total / 3600:.1f} h on this machine with cache=0 "
                 f"(memory: a few n × r float64 arrays, {N * rN * 8 / 2**30:.1f} GiB each).")
+            # default cache: half the available memory keeps a fraction f of the tiles
+            # (8·N(N + b)/2 bytes in all); a pass recomputes 1 − f and multiplies the rest
+            tiles = 8.0 * N * (N + 512) / 2
+            f = min(1.0, r["available"] / 2 / tiles)
+            per_c = (1 - f) * per + f * r["cached_pass_seconds"] * (N / n) ** 2
+            total_c = per + passes * per_c + sketch_extra
+            lines.append(
+                f"With the default cache (half of the {r['available'] / 2**30:.0f} GiB available "
+                f"now: {100 * f:.0f} % of the {tiles / 2**30:.1f} GiB of tiles), a pass after the "
+                f"first ≈ {per_c:.0f} s (a cached pass at n = {n}: {r['cached_pass_seconds']:.2f} s, "
+                f"× (N/n)²): about {total_c / 3600:.1f} h.")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -107,6 +107,26 @@ def test_matrix_free_agrees_with_exact(digits):
     assert mf.sketch == default_sketch(200) == 50 and mf.block_size == 50
 
 
+@pytest.mark.parametrize("cache", [None, 0, 100_000])
+def test_matrix_free_tile_cache_changes_time_not_results(digits, cache):
+    # Kept tiles are the same values kernel_tile computes (deterministic), so every pass, and
+    # the result, is bit for bit the one without a cache; only the recomputed share changes.
+    x = digits[:300]
+    plain = matrix_free_conditioning(x, depth=3, block=64, cache=0)
+    mf = matrix_free_conditioning(x, depth=3, block=64, cache=cache)
+    assert (mf.kappa_eff, mf.lambda_min_nonzero, mf.matvecs) == (
+        plain.kappa_eff, plain.lambda_min_nonzero, plain.matvecs)
+    tiles = 8 * sum(min(64, 300 - r) * min(64, 300 - c)  # 5 × 5 grid, upper triangle
+                    for r in range(0, 300, 64) for c in range(r, 300, 64))
+    if cache is None:  # default: half the available memory, far above 0.7 MB here
+        assert mf.cached_fraction == 1.0 and mf.cache_bytes == tiles
+    elif cache == 0:
+        assert mf.cached_fraction == 0.0 and mf.cache_bytes == 0
+    else:  # the first tiles in row order whose bytes fit in 100 kB: three 64 × 64 tiles
+        assert mf.cache_bytes == 3 * 8 * 64 * 64 <= cache
+        assert mf.cached_fraction == pytest.approx(mf.cache_bytes / tiles, rel=1e-12, abs=0)
+
+
 def test_matrix_free_pass_count(digits):
     # One sketch pass + ``power`` sharpening passes start both blocks; then one pass per LOBPCG
     # iteration and one final pass for the residuals. The Nyström preconditioner is what keeps
@@ -172,6 +192,10 @@ def test_bad_input(digits):
         matrix_free_conditioning(digits[:40], depth=1, sketch=-1)
     with pytest.raises(ValueError, match="expected workers as an integer >= 1"):
         blockwise_ntk(digits[:10], depths=[1], workers=0)
+    with pytest.raises(ValueError, match="^matrix_free_conditioning: expected cache as an integer >= 0, got -1$"):
+        matrix_free_conditioning(digits[:40], depth=1, cache=-1)
+    with pytest.raises(ValueError, match="expected cache as an integer >= 0, got '1GB'"):
+        matrix_free_conditioning(digits[:40], depth=1, cache="1GB")
 
 
 @pytest.mark.parametrize("call, err, match", [

@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from .._core.checks import as_int
+from .._core.memory import available_memory
 from .._core.threads import single_threaded_blas
 from ..spectrum import resolve_tolerances
 from ._lobpcg import Lobpcg, RowSplit, nystrom, orthonormal
@@ -86,7 +87,11 @@ class MatrixFreeConditioning:
       sketch: rank r of the Nyström preconditioner (0: none).
       block_size: LOBPCG block size k for the smallest eigenvalue.
       seconds_per_pass: median wall seconds of a pass with the LOBPCG blocks (the sketch
-        passes carry r columns and are slower); nan without passes.
+        passes carry r columns and are slower; with cached tiles the first pass computes them
+        and later ones reuse them); nan without passes.
+      cache_bytes: bytes of kernel tiles kept between passes (``cache``).
+      cached_fraction: the fraction of the kernel's tiles (by entries) kept between passes:
+        a pass recomputes the other 1 − cached_fraction.
     """
 
     n: int
@@ -106,13 +111,16 @@ class MatrixFreeConditioning:
     sketch: int = 0
     block_size: int = 0
     seconds_per_pass: float = math.nan
+    cache_bytes: int = 0
+    cached_fraction: float = 0.0
 
 
 class KernelOperator:
-    """K·V for the infinite-width NTK without storing K: one pass over the tiles per product."""
+    """K·V for the infinite-width NTK without storing K: one pass over the tiles per product
+    (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
-    def __init__(self, xh, norms, d, act, depth, layers, block, workers):
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers)
+    def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0):
+        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes)
         self.depth = depth
         self.n = xh.shape[0]
         self.passes = 0
@@ -198,12 +206,13 @@ def matrix_free_conditioning(
     power: int = 1,
     top: int = 4,
     workers: int | None = None,
+    cache: int | None = None,
 ) -> MatrixFreeConditioning:
     """κ_eff of the infinite-width NTK of all rows of x without storing the kernel.
 
     Nyström-preconditioned LOBPCG for the smallest eigenvalue above τ, with the null space
     deflated, and LOBPCG for λ_max in the same passes (module docstring). Memory
-    O(n·(b + r + k)); the kernel tiles run on ``workers`` threads.
+    O(n·(b + r + k)) plus the tile cache; the kernel tiles run on ``workers`` threads.
 
     Args:
       x: (n, d) inputs without zero rows.
@@ -230,6 +239,11 @@ def matrix_free_conditioning(
       power: subspace-iteration passes that sharpen the sketch.
       top: LOBPCG block size for λ_max.
       workers: threads for the kernel tiles (default the BLAS thread count).
+      cache: bytes of kernel tiles to keep between passes (the first tiles in row order; a
+        pass then recomputes only the others: MNIST, n = 2000, all tiles kept: 25 passes in
+        about a third of the time). Default None: up to half the memory available at the
+        call, less the solver's own n × (r + 8k) arrays; 0: none, memory O(n·(b + r + k))
+        only. The result reports ``cache_bytes`` and ``cached_fraction``.
 
     Returns:
       ``MatrixFreeConditioning``.
@@ -253,7 +267,10 @@ def matrix_free_conditioning(
     workers = resolve_workers(workers, where)
     import scipy.linalg  # noqa: F401  (loaded before the BLAS limit below: it applies to it too)
 
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers)
+    if cache is None:  # half the available memory, less the solver's blocks
+        cache = max(0, available_memory() // 2 - 8 * n * (3 * rank + 8 * k + 4 * top))
+    cache = as_int(cache, "cache", where, 0)
+    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.
@@ -352,6 +369,7 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
         residual_max=residual_max, error_estimate=float(estimate), known_null=known,
         sketch=rank, block_size=k,
         seconds_per_pass=float(np.median(per_pass)) if per_pass else math.nan,
+        cache_bytes=op.tiles.cache_bytes, cached_fraction=op.tiles.cached_fraction,
     )
 
 

@@ -137,9 +137,14 @@ def kernel_tile(xh, norms, d, r0, r1, c0, c1, act, depths, layers):
 
 
 class Tiles:
-    """The upper-triangle b × b tiles of the kernel of (xh, norms), run on worker threads."""
+    """The upper-triangle b × b tiles of the kernel of (xh, norms), run on worker threads.
 
-    def __init__(self, xh, norms, d, act, depths, layers, block, workers):
+    ``cache_bytes``: tiles kept after their first computation, the first ones in row order
+    until their float64 entries (all depths) would exceed it; later ``run`` calls reuse them
+    instead of recomputing (same values: ``kernel_tile`` is deterministic). 0: none kept.
+    """
+
+    def __init__(self, xh, norms, d, act, depths, layers, block, workers, cache_bytes: int = 0):
         self.xh, self.norms, self.d, self.act = xh, norms, d, act
         self.depths, self.layers, self.block = list(depths), layers, block
         self.n = xh.shape[0]
@@ -147,6 +152,12 @@ class Tiles:
         n, b = self.n, block
         self.tiles = [(r0, min(n, r0 + b), c0, min(n, c0 + b))
                       for r0 in range(0, n, b) for c0 in range(r0, n, b)]
+        sizes = np.array([8 * (r1 - r0) * (c1 - c0) * len(self.depths)
+                          for r0, r1, c0, c1 in self.tiles], dtype=np.int64)
+        self.cached_tiles = int(np.searchsorted(np.cumsum(sizes), max(0, int(cache_bytes)), side="right"))
+        self.cache_bytes = int(sizes[:self.cached_tiles].sum())
+        self.cached_fraction = float(sizes[:self.cached_tiles].sum() / sizes.sum()) if sizes.size else 0.0
+        self._cache: list = [None] * self.cached_tiles
 
     def run(self, visit, make_state=lambda: None):
         """``visit(state, r0, r1, c0, c1, {L: K_tile})`` for every tile on the workers, worker
@@ -156,9 +167,14 @@ class Tiles:
 
         def worker(w):
             state = make_state()
-            for tile in self.tiles[w::count]:
-                blocks = kernel_tile(self.xh, self.norms, self.d, *tile, self.act, self.depths,
-                                     self.layers)
+            for i in range(w, len(self.tiles), count):
+                tile = self.tiles[i]
+                blocks = self._cache[i] if i < self.cached_tiles else None
+                if blocks is None:
+                    blocks = kernel_tile(self.xh, self.norms, self.d, *tile, self.act,
+                                         self.depths, self.layers)
+                    if i < self.cached_tiles:  # only worker w touches tile i: no lock needed
+                        self._cache[i] = blocks
                 visit(state, *tile, blocks)
             return state
 
