@@ -14,8 +14,10 @@ Memory: 8n² bytes per depth (800 MB at n = 10⁴), checked against the availabl
 matrix-free route. The build is a small part of the time (``timings``): MNIST, n = 10⁴, depth 3,
 see ``benchmarks/results/kappa_large_mnist.md``.
 
-Matrix-free route (any n; memory O(n·(b + r + k))): ``scale.matrix_free``, re-exported here —
-Nyström-preconditioned LOBPCG on products K·V, one pass over the tiles each.
+Matrix-free route (any n; memory O(n·(b + r + k)) plus a tile cache of at most half the
+available memory by default): ``scale.matrix_free``, re-exported here — Nyström-preconditioned
+LOBPCG on products K·V, one pass over the tiles each (kept tiles only multiplied). MNIST,
+n = 10⁴, depth 3: 38.7 s against the exact route's 54 s (``cache=0``: 107 s).
 """
 from __future__ import annotations
 

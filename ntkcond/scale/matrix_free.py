@@ -1,9 +1,9 @@
 """κ_eff of the infinite-width NTK of any number of inputs without storing the kernel.
 
-Matrix-free route (any n; memory O(n·(b + r + k))). The kernel is never stored: a product K·V
-(V of any number of columns) is one pass over the tiles, K_IJ V_J and K_IJᵀ V_I, whose cost is
-the tiles' (an n²d GEMM and the recursion), nearly independent of the columns. So each pass
-carries many vectors:
+Matrix-free route (any n; memory O(n·(b + r + k)) plus an optional tile cache). The kernel is
+never stored whole: a product K·V (V of any number of columns) is one pass over the tiles,
+K_IJ V_J and K_IJᵀ V_I, whose cost is the tiles' (an n²d GEMM and the recursion), nearly
+independent of the columns. So each pass carries many vectors:
 
   1. Known null space: rows of x with the same direction give kernel rows in proportion
      (K(x, ·) = ‖x‖·h(x/‖x‖)), so e_i/‖x_i‖ − e_j/‖x_j‖ is a null vector of K. Rows within
@@ -24,11 +24,19 @@ carries many vectors:
      r = ‖Kv − λv‖. For symmetric K an eigenvalue lies within r of λ (rigorous), and within
      r²/gap when the gap to the next eigenvalue is known; ``error_estimate`` uses the gap to the
      next Ritz value for it (an estimate, not a bound).
+  5. Tile cache: tiles that fit in ``cache`` bytes (default: half the available memory) are
+     kept after the first pass and only multiplied later; the others are recomputed every
+     pass. The values are those ``kernel_tile`` computes each time, so the result does not
+     depend on the cache (tested bit for bit); ``cache=0`` keeps memory at O(n·(b + r + k)).
+     The dense algebra between passes (tall n × m blocks) is split by rows over the tile
+     workers (``_lobpcg.RowSplit``) instead of a multi-threaded BLAS, whose spinning threads
+     would slow the next pass.
 
   MNIST test, ReLU, depth 3: 25 passes at n = 2,000 (was 233: block-Jacobi LOBPCG + Lanczos),
-  41 at n = 10⁴, each about 3× its GEMM floor (n²d flops at the machine's GEMM rate); κ_eff
-  within 2e-12 (n = 2,000) and 1e-10 (n = 10⁴) of the exact route's
-  (``benchmarks/results/kappa_large_mnist.md``). With the sketch rank capped (``default_sketch``)
+  41 at n = 10⁴; a pass without the cache is 1.1–1.5× its floor (the n²d Gram GEMM at the
+  machine's GEMM rate plus the elementwise recursion); κ_eff within 2e-12 (n = 2,000) and
+  1e-10 (n = 10⁴) of the exact route's; times against the exact route in
+  ``benchmarks/results/kappa_large_mnist.md``. With the sketch rank capped (``default_sketch``)
   the passes grow as about (n/r)^0.43.
   Linear nets: K = c·XXᵀ/d, whose nonzero eigenvalues are those of c·XᵀX/d (d × d), so the
     exact answer costs O(n·d²) at any n, also when n > d makes K rank-deficient.
