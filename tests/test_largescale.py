@@ -105,6 +105,9 @@ def test_matrix_free_agrees_with_exact(digits):
     np.testing.assert_allclose(mf.kappa_eff, exact.kappa_eff, rtol=1e-8)
     assert mf.null_dimension == mf.known_null == 0
     assert mf.sketch == default_sketch(200) == 50 and mf.block_size == 50
+    # a short repr: the numbers a user reads first, 6 digits
+    assert repr(mf).startswith(f"MatrixFreeConditioning(kappa_eff={mf.kappa_eff:.6g}, lambda_max=")
+    assert "converged=True" in repr(mf) and "cached=100%" in repr(mf) and len(repr(mf)) < 300
 
 
 @pytest.mark.parametrize("cache", [None, 0, 100_000])

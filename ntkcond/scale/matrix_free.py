@@ -122,6 +122,13 @@ class MatrixFreeConditioning:
     cache_bytes: int = 0
     cached_fraction: float = 0.0
 
+    def __repr__(self) -> str:
+        return (f"MatrixFreeConditioning(kappa_eff={self.kappa_eff:.6g}, lambda_max={self.lambda_max:.6g}, "
+                f"lambda_min_nonzero={self.lambda_min_nonzero:.6g}, n={self.n}, "
+                f"null_dimension={self.null_dimension}, converged={self.converged}, "
+                f"residual={self.residual:.1e}, method={self.method!r}, passes={self.matvecs}, "
+                f"cached={100 * self.cached_fraction:.0f}%, seconds={self.seconds:.3g})")
+
 
 class KernelOperator:
     """K·V for the infinite-width NTK without storing K: one pass over the tiles per product
