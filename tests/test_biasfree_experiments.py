@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 
 from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import symmetry_experiments as sx  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
 
 
@@ -150,7 +151,7 @@ def test_plateau_fit_recovers_a_planted_exponent_with_seed_prefactors():
     prefactor = np.array([10.0, 3.0, 25.0, 7.0, 14.0])[:, None]  # one per seed, like the runs
     for p_true in (1.0, 1.4):
         P = prefactor * (1 / dys)[None] ** p_true
-        fit = bx._plateau_fit(dys, P, list(range(5)))
+        fit = sx._plateau_fit(dys, P, list(range(5)))
         # Exact power laws: the within-seed fit returns p to round-off, with zero spread.
         assert fit["p"] == pytest.approx(p_true, rel=1e-12, abs=0)
         assert fit["p_stderr"] < 1e-10
@@ -159,14 +160,14 @@ def test_plateau_fit_recovers_a_planted_exponent_with_seed_prefactors():
     # The pooled fit (one intercept) is thrown off by the prefactors when seeds miss cells.
     P = prefactor * (1 / dys)[None]
     P[2, :2] = np.nan  # the seed with the largest prefactor lacks its two shortest plateaus
-    fit = bx._plateau_fit(dys, P, list(range(5)))
+    fit = sx._plateau_fit(dys, P, list(range(5)))
     assert fit["p"] == pytest.approx(1.0, rel=1e-12, abs=0) and fit["points"] == 23
     assert abs(fit["pooled_one_intercept"]["p"] - 1.0) > 0.05
     # A log-corrected law T·Δy = prefactor_b·(5 + 2 log(1/Δy)): the fitted power is above 1,
     # and within seed b the slope of T·Δy on log(1/Δy) is 2·prefactor_b; with the same Δy in
     # every seed the common slope b is their mean.
     P = prefactor * (5 + 2 * np.log(1 / dys))[None] / dys[None]
-    fit = bx._plateau_fit(dys, P, list(range(5)))
+    fit = sx._plateau_fit(dys, P, list(range(5)))
     assert fit["p"] > 1.05
     assert fit["log_corrected"]["b"] == pytest.approx(2 * prefactor.mean(), rel=1e-12, abs=0)
 

@@ -1,6 +1,8 @@
 """Pieces the Zhang–Saxe–Latham experiments share (``experiments``,
 ``independent_experiments``): progress hooks, list validation, symmetric whitened data and
-random teacher directions. Public names of a private module."""
+random teacher directions. Public names of a private module.
+
+Also the leaky slopes ``ALPHAS`` the experiments sweep and the ``spread`` of a number over draws."""
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -11,6 +13,8 @@ from .biasfree import whiten
 
 #: A progress hook: wraps an iterable (e.g. ``tqdm``), or None for none.
 Progress = Callable[[Iterable], Iterable]
+
+ALPHAS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)  # leaky slopes α; α = 1 is the linear net
 
 
 def progress_callback(progress: Progress | None) -> Progress:
@@ -47,3 +51,13 @@ def first_below(t, values, level) -> float:
     """The first time at which ``values`` drops below ``level`` (nan if never)."""
     hit = np.nonzero(values < level)[0]
     return float(t[hit[0]]) if hit.size else float("nan")
+
+
+def spread(values):
+    """Median, min, max and count of the finite values (None: missing)."""
+    v = np.array([np.nan if e is None else e for e in values], dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return {"median": None, "min": None, "max": None, "count": 0}
+    return {"median": float(np.median(v)), "min": float(np.min(v)), "max": float(np.max(v)),
+            "count": int(v.size)}

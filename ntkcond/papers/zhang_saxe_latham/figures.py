@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .experiments import ExperimentResult
-from .independent import xor_data
-from .independent_experiments import COLLAPSE_OK, XOR_FIT, XOR_LEARN
+from .collapse_experiments import COLLAPSE_OK
+from .orthogonal_data import xor_data
+from .result import ExperimentResult
 from .saxe import saxe_mode_strength, time_rescaling
+from .xor_experiments import XOR_FIT, XOR_LEARN
 
 __all__ = ["plot"]
 
