@@ -2,8 +2,9 @@
 
 ``blocks``: the NumPy block engine (one block of the NTK, or one block's smallest angles);
 ``sharded``: the same blocks on every JAX device; ``streaming``: the smallest gradient angle
-over all pairs without an n × n matrix; ``tiles``: the n × n infinite-width NTK in b × b tiles
-on worker threads; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
+over all pairs without an n × n matrix (its block-row sweeps and checkpoints in the private
+``_pair_sweeps``); ``kernel_angle``: the same at finite width, from per-layer features;
+``tiles``: the n × n infinite-width NTK in b × b tiles on worker threads; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
 eigvalsh); ``matrix_free``: the same κ_eff without storing the kernel (Nyström-preconditioned
 LOBPCG).
 """
@@ -14,10 +15,10 @@ from .conditioning import (
     exact_conditioning as exact_conditioning,
     matrix_free_conditioning as matrix_free_conditioning,
 )
+from .kernel_angle import streaming_smallest_kernel_angle as streaming_smallest_kernel_angle
 from .sharded import device_mesh as device_mesh
 from .streaming import (
     SmallestAngle as SmallestAngle,
     StreamingAngles as StreamingAngles,
     streaming_smallest_angles as streaming_smallest_angles,
-    streaming_smallest_kernel_angle as streaming_smallest_kernel_angle,
 )

@@ -41,32 +41,28 @@ releases the GIL; pairs: BLAS threads in each GEMM); ``"jax"`` runs the blocks u
 
 Interrupted runs resume: with ``checkpoint=path``, the state after every finished block row is
 written atomically as JSON (data fingerprint, next block row, running minima or running
-extremes); a later call with the same data and settings continues from there.
+extremes); a later call with the same data and settings continues from there. The block-row
+sweeps of both methods and their checkpoints are in ``scale._pair_sweeps``.
 
 At finite width the same streaming applies to a kernel given by per-layer features,
-``streaming_smallest_kernel_angle`` (always the recursion over blocks: a finite-width kernel is
-not a function of θ₀): for an MLP with one output, the empirical NTK is
-Σ_l (H_l H_lᵀ) ⊙ (D_l D_lᵀ), H_l the layer inputs and D_l the back-propagated output
-derivatives (n × m_l each), so blocks of the kernel cost O(b²·Σm) and memory O(n·Σm + b²).
+``streaming_smallest_kernel_angle`` (``scale.kernel_angle``, re-exported here; always the
+recursion over blocks: a finite-width kernel is not a function of θ₀): for an MLP with one
+output, the empirical NTK is Σ_l (H_l H_lᵀ) ⊙ (D_l D_lᵀ), H_l the layer inputs and D_l the
+back-propagated output derivatives (n × m_l each), so blocks of the kernel cost O(b²·Σm) and
+memory O(n·Σm + b²).
 """
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
-import hashlib
-import json
 import math
-import os
-import time
-
-import numpy as np
 
 from .._core.checks import as_data
-from .._core.io import atomic_write
 from ..activations import parse_activation
-from ..infinite.extremes import ExtremeSearch, numpy_extreme_row, smallest_from_extremes
+from ..infinite.extremes import smallest_from_extremes
 from ..infinite.geometry import normalised_rows
-from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
+from ._pair_sweeps import as_block, pairs_route, recursion_fallback, recursion_route
+from .blocks import INPUT, AnglePlan
+from .kernel_angle import streaming_smallest_kernel_angle
 
 __all__ = [
     "SmallestAngle",
@@ -74,10 +70,6 @@ __all__ = [
     "streaming_smallest_angles",
     "streaming_smallest_kernel_angle",
 ]
-
-_CHECKPOINT_KIND = "ntkcond.streaming_smallest_angles"
-_CHECKPOINT_VERSION = 1
-_PAIRS_KIND = "ntkcond.streaming_smallest_angles.pairs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,100 +136,6 @@ class StreamingAngles:
             if r.activation == name and r.depth == int(depth):
                 return r
         raise KeyError(f"StreamingAngles.get: no result for activation {name!r}, depth {depth}")
-
-
-def _as_block(block, where: str) -> int:
-    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 2:
-        raise ValueError(f"{where}: expected an integer block size >= 2, got {block!r}")
-    return int(block)
-
-
-def _row_pairs(n: int, r0: int, r1: int) -> int:
-    """Pairs (i, j), i < j < n, with r0 ≤ i < r1."""
-    return sum(n - 1 - i for i in range(r0, r1))
-
-
-def _fingerprint(xh, block, plan: AnglePlan, trainable, dtype) -> dict:
-    return {
-        "n": int(xh.shape[0]),
-        "d": int(xh.shape[1]),
-        "block": block,
-        "depths": plan.depths,
-        "activations": [a.name for a in plan.activations],
-        "trainable": trainable if isinstance(trainable, str) else sorted(int(i) for i in trainable),
-        "dtype": dtype,
-        "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest(),
-    }
-
-
-def _key_str(key) -> str:
-    return INPUT if key == INPUT else f"{key[0]}/{key[1]}"
-
-
-def _key_parse(text: str):
-    if text == INPUT:
-        return INPUT
-    name, depth = text.rsplit("/", 1)
-    return (name, int(depth))
-
-
-def _read_state(path, kind, fingerprint, where):
-    """The checkpoint's JSON state, or None if ``path`` is None or does not exist."""
-    if path is None or not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{where}: cannot read checkpoint {path} ({err})") from None
-    if not isinstance(state, dict):
-        raise ValueError(f"{where}: expected checkpoint {path} to hold a JSON object, got "
-                         f"{type(state).__name__}; delete it or use --overwrite")
-    ok = state.get("kind") == kind and state.get("version") == _CHECKPOINT_VERSION
-    if not ok:
-        raise ValueError(f"{where}: {path} is not a {kind} checkpoint (version {_CHECKPOINT_VERSION}); "
-                         "a checkpoint of the other method? delete it or pass another path")
-    if state["fingerprint"] != fingerprint:
-        diff = sorted(k for k in fingerprint if state["fingerprint"].get(k) != fingerprint[k])
-        raise ValueError(
-            f"{where}: checkpoint {path} belongs to another run (differs in {', '.join(diff)}); "
-            "delete it or pass another checkpoint path"
-        )
-    return state
-
-
-def _load_state(path, fingerprint, kind, where):
-    """(next block row, saved search state or None, seconds so far) of a pairs checkpoint."""
-    state = _read_state(path, kind, fingerprint, where)
-    if state is None:
-        return 0, None, 0.0
-    return int(state["next_row_block"]), state["search"], float(state.get("seconds", 0.0))
-
-
-def _save_state(path, fingerprint, kind, next_row_block, search_state, seconds):
-    state = {"kind": kind, "version": _CHECKPOINT_VERSION, "fingerprint": fingerprint,
-             "next_row_block": next_row_block, "search": search_state, "seconds": seconds}
-    atomic_write(path, json.dumps(state, indent=1) + "\n")
-
-
-def _load_checkpoint(path, fingerprint, where):
-    state = _read_state(path, _CHECKPOINT_KIND, fingerprint, where)
-    if state is None:
-        return 0, {}, 0.0
-    best = {_key_parse(k): (float(v[0]), int(v[1]), int(v[2])) for k, v in state["best"].items()}
-    return int(state["next_row_block"]), best, float(state.get("seconds", 0.0))
-
-
-def _save_checkpoint(path, fingerprint, next_row_block, best, seconds):
-    state = {
-        "kind": _CHECKPOINT_KIND,
-        "version": _CHECKPOINT_VERSION,
-        "fingerprint": fingerprint,
-        "next_row_block": next_row_block,
-        "best": {_key_str(k): list(v) for k, v in best.items()},
-        "seconds": seconds,
-    }
-    atomic_write(path, json.dumps(state, indent=1) + "\n")
 
 
 def _choose_backend(backend: str, where: str) -> str:
@@ -315,7 +213,7 @@ def streaming_smallest_angles(
         raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got shape {x.shape}")
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
-    block = _as_block(block, where)
+    block = as_block(block, where)
     plan = AnglePlan(depths, activations, trainable, where)
     backend = _choose_backend(backend, where)
     if dtype not in ("float64", "float32"):
@@ -326,11 +224,11 @@ def streaming_smallest_angles(
     options = dict(block=block, backend=backend, devices=devices, dtype=dtype, progress=progress,
                    max_row_blocks=max_row_blocks, where=where)
     if method == "recursion":
-        best, n_devices, seconds, start_row = _recursion_route(
+        best, n_devices, seconds, start_row = recursion_route(
             xh, plan, trainable, workers=workers, checkpoint=checkpoint, x=x, **options)
         fallback = ()
     else:
-        ext, n_devices, seconds, start_row = _pairs_route(xh, checkpoint=checkpoint, x=x, **options)
+        ext, n_devices, seconds, start_row = pairs_route(xh, checkpoint=checkpoint, x=x, **options)
         best, fallback = {INPUT: ext.closest}, []
         for act in plan.nonlinear:
             found = smallest_from_extremes(ext, act, plan.depths, trainable)
@@ -340,7 +238,8 @@ def streaming_smallest_angles(
                 else:
                     best[(act.name, L)] = item
         if fallback:
-            best.update(_fallback(xh, x, plan, fallback, trainable, workers, checkpoint, options))
+            best.update(recursion_fallback(xh, x, plan, fallback, trainable, workers, checkpoint,
+                                           options))
         fallback = tuple(fallback)
     input_angle, i0, j0 = best[INPUT]
     results = []
@@ -356,179 +255,3 @@ def streaming_smallest_angles(
     )
 
 
-def _fallback(xh, x, plan, targets, trainable, workers, checkpoint, options):
-    """The recursion over all pairs for the (activation, depth) targets not certified."""
-    names = list(dict.fromkeys(name for name, _ in targets))
-    sub = AnglePlan(sorted({L for _, L in targets}), names, trainable, options["where"])
-    path = None if checkpoint is None else checkpoint + ".recursion"
-    best, _, _, _ = _recursion_route(xh, sub, trainable, workers=workers, checkpoint=path, x=x,
-                                     **options)
-    if path is not None and os.path.exists(path):
-        os.unlink(path)
-    return {key: best[key] for key in targets}
-
-
-def _bar(n, done, progress, where):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=n * (n - 1) // 2, initial=done, unit="pair", unit_scale=True,
-                desc=where, disable=not progress)
-
-
-def _pairs_route(xh, *, block, backend, devices, dtype, checkpoint, progress, max_row_blocks, where,
-                 x=None):
-    """One sweep of screened-cosine blocks: (ExtremePairs, devices, seconds, start row)."""
-    n = xh.shape[0]
-    search = ExtremeSearch(xh, dtype=dtype, x=x)
-    fingerprint = None if checkpoint is None else {
-        "method": "pairs", "n": int(n), "d": int(xh.shape[1]), "block": block, "dtype": dtype,
-        "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest()}
-    start_row, state, seconds_before = _load_state(checkpoint, fingerprint, _PAIRS_KIND, where)
-    if state is not None:
-        search.restore(state)
-    if backend == "numpy":
-        def row(I):
-            numpy_extreme_row(search, I, block)
-
-        n_devices = 1
-    else:
-        from .sharded import ShardedExtremeBlocks
-
-        engine = ShardedExtremeBlocks(xh, block, search, devices=devices, dtype=dtype, where=where)
-        row, n_devices = engine.row, engine.n_devices
-    n_rows = -(-n // block)
-    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress, where)
-    t0 = time.perf_counter()
-    stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
-    try:
-        for I in range(start_row, stop):
-            row(I)
-            search.flush()
-            if checkpoint is not None:
-                _save_state(checkpoint, fingerprint, _PAIRS_KIND, I + 1, search.state(),
-                            seconds_before + time.perf_counter() - t0)
-            bar.update(_row_pairs(n, I * block, min(n, (I + 1) * block)))
-    finally:
-        bar.close()
-    if search.close[1] < 0:  # only possible when max_row_blocks stopped before any pair
-        raise ValueError(f"{where}: max_row_blocks = {max_row_blocks} covered no pair")
-    ext = search.result()
-    return ext, n_devices, seconds_before + time.perf_counter() - t0, start_row
-
-
-def _recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, workers, checkpoint,
-                     progress, max_row_blocks, where, x=None):
-    """The recursion over all pairs: ({target: (value, i, j)}, devices, seconds, start row)."""
-    n = xh.shape[0]
-    fingerprint = None if checkpoint is None else _fingerprint(xh, block, plan, trainable, dtype)
-    start_row, best, seconds_before = _load_checkpoint(checkpoint, fingerprint, where)
-    n_rows = -(-n // block)
-
-    if backend == "numpy":
-        workers = workers or min(8, os.cpu_count() or 1)
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-
-        def row(I):
-            r0, r1 = I * block, min(n, (I + 1) * block)
-            spans = [(J * block, min(n, (J + 1) * block)) for J in range(I, n_rows)]
-            args = [(xh, r0, r1, c0, c1, plan, x) for c0, c1 in spans]
-            if pool is None:
-                return [numpy_angle_block(*a) for a in args]
-            return list(pool.map(lambda a: numpy_angle_block(*a), args))
-
-        n_devices = 1
-    else:
-        from .sharded import ShardedAngleBlocks
-
-        engine = ShardedAngleBlocks(xh, block, plan, devices=devices, dtype=dtype, where=where, x=x)
-        row, n_devices, pool = engine.row, engine.n_devices, None
-
-    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress, where)
-    t0 = time.perf_counter()
-    stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
-    try:
-        for I in range(start_row, stop):
-            for cand in row(I):
-                merge_candidates(best, cand)
-            if checkpoint is not None:
-                _save_checkpoint(checkpoint, fingerprint, I + 1, best,
-                                 seconds_before + time.perf_counter() - t0)
-            bar.update(_row_pairs(n, I * block, min(n, (I + 1) * block)))
-    finally:
-        bar.close()
-        if pool is not None:
-            pool.shutdown()
-    if INPUT not in best:  # only possible when max_row_blocks stopped before any pair
-        raise ValueError(f"{where}: max_row_blocks = {max_row_blocks} covered no pair")
-    return best, n_devices, seconds_before + time.perf_counter() - t0, start_row
-
-
-def _as_features(features, where):
-    pairs = []
-    try:
-        items = list(features)
-    except TypeError:
-        raise TypeError(f"{where}: expected a sequence of (H, D) array pairs, got {type(features).__name__}") from None
-    for idx, item in enumerate(items):
-        try:
-            H, D = item
-        except (TypeError, ValueError):
-            raise TypeError(f"{where}: expected features[{idx}] as an (H, D) pair of arrays") from None
-        H = np.asarray(H, dtype=np.float64)
-        D = np.ones((len(H), 1)) if D is None else np.asarray(D, dtype=np.float64)
-        if H.ndim != 2 or D.ndim != 2 or len(H) != len(D):
-            raise ValueError(
-                f"{where}: expected features[{idx}] = (H, D) of shapes (n, m) and (n, k), "
-                f"got {H.shape} and {D.shape}"
-            )
-        pairs.append((H, D))
-    if not pairs:
-        raise ValueError(f"{where}: expected at least one layer of features, got none")
-    n = len(pairs[0][0])
-    if any(len(H) != n for H, _ in pairs):
-        raise ValueError(f"{where}: expected the same n rows in every layer's features")
-    return pairs, n
-
-
-def streaming_smallest_kernel_angle(features, *, block: int = 1024) -> tuple[float, int, int]:
-    """Smallest angle between model gradients for a kernel given by per-layer features.
-
-    K = Σ_l (H_l H_lᵀ) ⊙ (D_l D_lᵀ): for a one-output MLP, ∂f/∂W_l = D_l[i] ⊗ H_l[i], so
-    ⟨∇f(x_i), ∇f(x_j)⟩ = Σ_l ⟨H_l[i], H_l[j]⟩⟨D_l[i], D_l[j]⟩ (finite width, empirical NTK).
-    Streams b × b blocks of K and reads angles off them with ``spectrum`` eq. (2),
-    atan2(√(K_ii K_jj − K_ij²), K_ij); as for any kernel, angles below ~1e-8 rad are not
-    resolved (use the infinite-width ``streaming_smallest_angles`` for those).
-
-    Args:
-      features: sequence of (H_l, D_l) pairs of (n, m_l) and (n, k_l) arrays; D_l = None
-        stands for ones (the read-out, whose output derivative is 1). These are the
-        (inputs, grads) lists of the empirical-NTK feature map of issue 3, layer by layer.
-      block: block size b.
-
-    Returns:
-      (angle in radians, i, j), i < j; ties to the row-major first pair.
-    """
-    where = "streaming_smallest_kernel_angle"
-    pairs, n = _as_features(features, where)
-    if n < 2:
-        raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got n = {n}")
-    block = _as_block(block, where)
-    diag = sum(np.einsum("ij,ij->i", H, H) * np.einsum("ij,ij->i", D, D) for H, D in pairs)
-    if np.any(diag <= 0):
-        i = int(np.argmax(diag <= 0))
-        raise ValueError(f"{where}: expected nonzero gradients, got K[{i},{i}] = {diag[i]}")
-    best = None
-    for r0 in range(0, n, block):
-        r1 = min(n, r0 + block)
-        for c0 in range(r0, n, block):
-            c1 = min(n, c0 + block)
-            K = sum((H[r0:r1] @ H[c0:c1].T) * (D[r0:r1] @ D[c0:c1].T) for H, D in pairs)
-            sin_part = np.sqrt(np.maximum(np.outer(diag[r0:r1], diag[c0:c1]) - K**2, 0.0))
-            angle = np.arctan2(sin_part, K)
-            angle[~(np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])] = np.inf
-            k = int(np.argmin(angle))
-            i, j = divmod(k, c1 - c0)
-            if math.isfinite(angle.flat[k]):
-                cand = (float(angle.flat[k]), r0 + i, c0 + j)
-                best = cand if best is None or cand < best else best
-    return best
