@@ -79,7 +79,7 @@ def device_mesh(devices=None):
 
 
 class ShardedAngleBlocks:
-    """Block-row minima of ``streaming.AnglePlan`` targets, sharded over a device mesh."""
+    """Block-row minima of ``blocks.AnglePlan`` targets, sharded over a device mesh."""
 
     def __init__(self, xh, block, plan, *, devices=None, dtype="float64", where="sharding", x=None):
         import jax
