@@ -467,9 +467,10 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     for n ≥ 2 (λ₋(i, j) ≤ min(a, b)). The bound returned is min over pairs of λ₋, computed in
     the cancellation-free form det/λ₊ with an error-free determinant (relative error a few
     eps of the stored entries), so it is rigorous up to that rounding; O(n²) time, no
-    eigendecomposition, memory O(n) per row block. (The error-free products assume
-    |K_ij| < 1e150 and products above ~1e-290; outside that range the determinant is only as
-    accurate as plain float64 arithmetic.)
+    eigendecomposition, memory O(n) per row block. K is first scaled by a power of two to
+    max|K| in [0.5, 1) (exact), so the error-free products hold at any scale of K, from
+    subnormal to 1e308 (entries below 2⁻⁹⁶⁰·max|K| lose digits to underflow there, far below
+    the bound's rounding).
 
     For a kernel of gradients K = JJᵀ normalised to unit diagonal (K_ij = cos φ_ij), (3) is
     λ₋(i, j) = 1 − |cos φ_ij|, so λ_min ≤ 1 − max_{i≠j} |cos φ_ij| ≤ 1 − cos φ_min
@@ -502,17 +503,12 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     K64, kdtype = _as_square_kernel(K, where)
     n = K64.shape[0]
     eps = float_eps(kdtype)
-    scale = float(np.max(np.abs(K64)))
-    if scale == 0.0:
-        raise ValueError(f"{where}: expected a nonzero kernel, got the {n}x{n} zero matrix")
-    asym = np.abs(K64 - K64.T)
-    if float(asym.max()) > _SYMMETRY_EPS_FACTOR * eps * scale:
-        i, j = np.unravel_index(np.argmax(asym), K64.shape)
-        raise ValueError(
-            f"{where}: expected a symmetric matrix, got |K[{i},{j}] - K[{j},{i}]| = {asym[i, j]:.3g} "
-            f"(> {_SYMMETRY_EPS_FACTOR:g}*eps*max|K| = {_SYMMETRY_EPS_FACTOR * eps * scale:.3g})"
-        )
-    sym = 0.5 * (K64 + K64.T)
+    # K·2^(−e) with max|K| in [0.5, 1): exact (a power of two), so the products below neither
+    # overflow (K near 1e308) nor lose the error-free determinant to underflow (K near 1e-300)
+    e = _scale_exponent(K64, where)
+    Ks = _ldexp(K64, -e)
+    _check_symmetric(Ks, e, eps, where)
+    sym = 0.5 * (Ks + Ks.T)
     diag = np.diagonal(sym).copy()
     floor = n * eps * float(np.max(np.sum(np.abs(sym), axis=1)))  # ‖K‖_∞ ≥ λ_max
     if n == 1:
@@ -531,6 +527,7 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     if best < -floor:
         raise ValueError(
             f"{where}: expected a positive semi-definite matrix, got the 2x2 principal submatrix "
-            f"of rows ({bi}, {bj}) with eigenvalue {best:.6g} < {-floor:.3g}"
+            f"of rows ({bi}, {bj}) with eigenvalue {float(_ldexp(best, e)):.6g} < "
+            f"{float(_ldexp(-floor, e)):.3g}"
         )
-    return best, bi, bj
+    return float(_ldexp(best, e)), bi, bj

@@ -84,6 +84,21 @@ def test_prescribed_spectrum(n, kappa):
     assert lambda_min_upper_bound(K[np.ix_([i, j], [i, j])])[0] == bound
 
 
+@pytest.mark.parametrize("k", [-1000, -500, 0, 500, 1000, 1020])
+def test_scale_invariant_up_to_1e308(k):
+    # K·2^k is exact while its entries stay normal (|K_ij| ≥ 0.01 here, so down to 2^-1000),
+    # and so is the bound: the same pair and exactly 2^k times the value (the plain products
+    # overflowed at |K| ~ 1e154 and lost the error-free determinant below ~1e-145)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((7, 3))
+    K = x @ x.T
+    K[0, 1] = K[1, 0] = np.sqrt(K[0, 0] * K[1, 1]) * (1 - 1e-9)  # a close pair dominates
+    assert np.min(np.abs(K)) >= 0.01
+    bound, i, j = lambda_min_upper_bound(K)
+    assert lambda_min_upper_bound(np.ldexp(K, k)) == (np.ldexp(bound, k), i, j)
+    assert lambda_min_upper_bound(np.diag([1e308, 1e308])) == (1e308, 0, 1)
+
+
 def test_one_by_one_is_the_eigenvalue():
     assert lambda_min_upper_bound([[2.5]]) == (2.5, 0, 0)
 
