@@ -78,16 +78,18 @@ def device_mesh(devices=None):
     return Mesh(np.array(_devices(devices, "device_mesh")), ("d",))
 
 
-class ShardedAngleBlocks:
-    """Block-row minima of ``blocks.AnglePlan`` targets, sharded over a device mesh."""
+class _MeshedRows:
+    """The unit rows xh padded to whole device chunks, and the mesh they are sharded over.
 
-    def __init__(self, xh, block, plan, *, devices=None, dtype="float64", where="sharding", x=None):
-        import jax
+    Sets n, mesh, n_devices, chunk (= devices × block columns per step), xpad (xh with zero
+    rows up to (row blocks + devices) × block, so every column chunk is full), and the two
+    shardings: columns split over the devices ("d") and replicated rows.
+    """
+
+    def __init__(self, xh, block, devices, dtype, where):
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        self.xh, self.block, self.plan, self.where = xh, block, plan, where
-        self.x = x  # the rows xh was normalised from: flagged pairs are exact from them
         self.n = xh.shape[0]
         self.mesh = device_mesh(_devices(devices, where))
         self.n_devices = self.mesh.devices.size
@@ -97,6 +99,18 @@ class ShardedAngleBlocks:
         self.xpad[: self.n] = xh
         self.col_sharding = NamedSharding(self.mesh, P("d"))
         self.replicated = NamedSharding(self.mesh, P())
+
+
+class ShardedAngleBlocks(_MeshedRows):
+    """Block-row minima of ``blocks.AnglePlan`` targets, sharded over a device mesh."""
+
+    def __init__(self, xh, block, plan, *, devices=None, dtype="float64", where="sharding", x=None):
+        import jax
+        from jax.sharding import PartitionSpec as P
+
+        self.xh, self.block, self.plan, self.where = xh, block, plan, where
+        self.x = x  # the rows xh was normalised from: flagged pairs are exact from them
+        super().__init__(xh, block, devices, dtype, where)
         self.dtype = dtype
         with x64():
             self.fn = jax.jit(_shard_map()(
@@ -194,7 +208,7 @@ def _device_block(xr, xc, r0, c0, *, n, plan):
     return stack(ks), stack(keys), stack(first), stack(second), idx[None], count[None]
 
 
-class ShardedExtremeBlocks:
+class ShardedExtremeBlocks(_MeshedRows):
     """Block rows of screened cosines for ``ExtremeSearch`` (the pairs route), sharded.
 
     Each device computes its b × b block of x̂x̂ᵀ under ``jax.jit`` (``dtype`` float64, or
@@ -206,19 +220,10 @@ class ShardedExtremeBlocks:
 
     def __init__(self, xh, block, search, *, devices=None, dtype="float64", where="sharding"):
         import jax
-        from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
         self.xh, self.block, self.search = xh, block, search
-        self.n = xh.shape[0]
-        self.mesh = device_mesh(_devices(devices, where))
-        self.n_devices = self.mesh.devices.size
-        self.chunk = self.n_devices * block
-        n_rows = -(-self.n // block)
-        self.xpad = np.zeros(((n_rows + self.n_devices) * block, xh.shape[1]), dtype=dtype)
-        self.xpad[: self.n] = xh
-        self.col_sharding = NamedSharding(self.mesh, P("d"))
-        self.replicated = NamedSharding(self.mesh, P())
+        super().__init__(xh, block, devices, dtype, where)
         with x64():
             self.fn = jax.jit(_shard_map()(
                 functools.partial(_device_extremes, n=self.n, margin=search.margin,
@@ -277,26 +282,17 @@ def _device_extremes(xr, xc, r0, c0, hi, lo, *, n, margin, capacity):
             k_lo[None], flat[k_lo][None], jnp.sum(near_lo)[None])
 
 
-class ShardedKernelBlocks:
+class ShardedKernelBlocks(_MeshedRows):
     """NTK blocks of one block row for several depths, sharded over a device mesh (float64)."""
 
     def __init__(self, xh, norms, d, block, act, depths, layers, devices, where, x=None):
         import jax
-        from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
         self.xh, self.norms, self.d, self.block = xh, norms, d, block
         self.x = x  # the rows xh was normalised from: flagged pairs are exact from them
         self.act, self.depths, self.layers = act, depths, layers
-        self.n = xh.shape[0]
-        self.mesh = device_mesh(_devices(devices, where))
-        self.n_devices = self.mesh.devices.size
-        self.chunk = self.n_devices * block
-        n_rows = -(-self.n // block)
-        self.xpad = np.zeros(((n_rows + self.n_devices) * block, xh.shape[1]))
-        self.xpad[: self.n] = xh
-        self.col_sharding = NamedSharding(self.mesh, P("d"))
-        self.replicated = NamedSharding(self.mesh, P())
+        super().__init__(xh, block, devices, np.float64, where)
         with x64():
             self.fn = jax.jit(_shard_map()(
                 functools.partial(_device_kernel_block, n=self.n, act=act, depths=depths, layers=layers),
