@@ -72,23 +72,22 @@ def parse_width(text: str):
     """argparse type of ``--width``: 'inf' (also 'infinite', '∞') or an integer width >= 1."""
     if text.strip().lower() in ("inf", "infinite", "∞"):
         return "inf"
-    try:
-        width = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}") from None
-    if width < 1:
-        raise argparse.ArgumentTypeError(f"expected 'inf' or an integer width >= 1, got {text!r}")
-    return width
+    return _int_at_least_one(text, "'inf' or an integer width >= 1")
 
 
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
+    return _int_at_least_one(text, "an integer >= 1")
+
+
+def _int_at_least_one(text: str, expected: str) -> int:
+    """int(text) if it is an integer >= 1, else argparse's error saying ``expected``."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
 
 
