@@ -1,0 +1,142 @@
+"""Shared checks and constants of ``ntkcond.spectrum``: kernel validation, the dtype's eps,
+the tolerances of eq. (1) and exact power-of-two scaling (public names of a private module)."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "EPS64",
+    "NOISE_CAP",
+    "SYMMETRY_EPS_FACTOR",
+    "as_float_dtype",
+    "as_square_kernel",
+    "check_symmetric",
+    "float_eps",
+    "ldexp",
+    "resolve_tolerances",
+    "scale_exponent",
+]
+
+# Entries of K − Kᵀ up to this many eps (of the kernel's dtype) times max|K| count as rounding;
+# so do entries |K_ij| up to this many eps above √(K_ii K_jj) in ``pairwise_angles``.
+SYMMETRY_EPS_FACTOR = 1e4
+
+# The PSD test never takes more than this fraction of λ_max for rounding noise (see
+# ``conditioning``): it binds only where n·eps of the dtype exceeds it (float16 from n = 11,
+# bfloat16 from n = 2, float32 from n = 83,887).
+NOISE_CAP = 1e-2
+
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def float_eps(dtype) -> float | None:
+    """Machine epsilon of a floating dtype: numpy's (float16/32/64, longdouble) or ml_dtypes'
+    (bfloat16, float8_*, which jax uses); None for any other dtype."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        return float(np.finfo(dtype).eps)
+    if dtype.kind != "V":  # ml_dtypes' floating types have kind 'V'
+        return None
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes comes with jax
+        return None
+    try:
+        return float(ml_dtypes.finfo(dtype).eps)
+    except (ValueError, TypeError):
+        return None
+
+
+def as_square_kernel(K, where: str) -> tuple[np.ndarray, np.dtype]:
+    """Validate K and return it as float64 together with the dtype it arrived in."""
+    if hasattr(K, "__array__") or isinstance(K, (list, tuple)):
+        arr = np.asarray(K)
+    else:
+        raise TypeError(f"{where}: expected a 2-D array, got {type(K).__name__}")
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.integer) or float_eps(arr.dtype) is not None
+    ):
+        raise TypeError(
+            f"{where}: expected a real matrix (integer or floating dtype: float16, bfloat16, "
+            f"float32, float64), got dtype {arr.dtype}"
+        )
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{where}: expected a square (n, n) matrix, got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{where}: expected a non-empty matrix, got shape {arr.shape}")
+    dtype = np.dtype(np.float64) if np.issubdtype(arr.dtype, np.integer) else arr.dtype
+    K64 = arr.astype(np.float64)
+    if not np.all(np.isfinite(K64)):
+        bad = np.argwhere(~np.isfinite(K64))[0]
+        raise ValueError(
+            f"{where}: expected finite entries, got {K64[tuple(bad)]} (NaN or Inf) at {tuple(bad)}"
+        )
+    return K64, dtype
+
+
+def as_float_dtype(dtype, where: str) -> np.dtype:
+    """The ``dtype`` argument of ``conditioning`` as a floating numpy dtype."""
+    if isinstance(dtype, str):
+        try:  # registers "bfloat16" and friends with numpy
+            import ml_dtypes  # noqa: F401
+        except ImportError:  # pragma: no cover
+            pass
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):  # numpy: "data type 'foo' not understood", bad format strings
+        dt = None
+    if dt is None or float_eps(dt) is None:
+        raise TypeError(
+            f"{where}: expected dtype as a floating-point dtype (float16, bfloat16, float32, "
+            f"float64) or None, got {dtype!r}"
+        )
+    return dt
+
+
+def resolve_tolerances(rtol, atol, n: int, where: str) -> tuple[float, float]:
+    """(rtol, atol) as floats, defaults n·eps₆₄ and 0; TypeError for non-numbers (strings,
+    bools), ValueError for negative or non-finite values. Shared with ``ntkcond.scale``."""
+    out = []
+    for name, value, default in (("rtol", rtol, n * EPS64), ("atol", atol, 0.0)):
+        if value is None:
+            out.append(default)
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{where}: expected {name} as a real number >= 0 or None, got {value!r}")
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{where}: expected {name} >= 0 and finite, got {value!r}")
+        out.append(float(value))
+    return out[0], out[1]
+
+
+def scale_exponent(K64: np.ndarray, where: str) -> int:
+    """e with max|K|·2^(−e) in [0.5, 1); ValueError for the zero matrix."""
+    peak = float(np.max(np.abs(K64)))
+    if peak == 0.0:
+        n = K64.shape[0]
+        raise ValueError(f"{where}: expected a nonzero kernel, got the {n}x{n} zero matrix")
+    return int(np.frexp(peak)[1])
+
+
+def check_symmetric(Ks: np.ndarray, e: int, eps: float, where: str) -> None:
+    """Ks = K·2^(−e), max|Ks| in [0.5, 1): |K − Kᵀ| ≤ 1e4·eps·max|K| or ValueError."""
+    diff = np.abs(Ks - Ks.T)
+    asym = float(np.max(diff))
+    tol = SYMMETRY_EPS_FACTOR * eps * float(np.max(np.abs(Ks)))
+    if asym > tol:
+        i, j = np.unravel_index(int(np.argmax(diff)), Ks.shape)
+        with np.errstate(over="ignore", under="ignore"):
+            got, limit = math.ldexp(asym, e), math.ldexp(tol, e)
+        raise ValueError(
+            f"{where}: expected a symmetric matrix, got |K[{i},{j}] - K[{j},{i}]| = {got:.3g} "
+            f"(> {SYMMETRY_EPS_FACTOR:g}*eps*max|K| = {limit:.3g})"
+        )
+
+
+def ldexp(value, e: int):
+    """value·2^e in float64: ``inf`` above float64's range, subnormal or 0 below it."""
+    with np.errstate(over="ignore", under="ignore"):
+        return np.ldexp(value, e)
