@@ -124,3 +124,27 @@ def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, tr
                 else:
                     assert a[key] == value, key
     assert (nets.draws, nets.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times
+
+
+def test_grid_calls_merge_full_grids_in_record_order():
+    """One iter_finite_batch call per batch and width where the activations × seeds grid is
+    full with the same missing depths (records in the same order); partial (resumed) items
+    and infinite width stay calls of their own."""
+    from ntkcond.runs.cond_vs_depth import grid_calls
+
+    todo = [(0, "relu", "inf", None, [0, 1]), (0, "linear", "inf", None, [0, 1]),
+            (0, "relu", 8, 0, [0, 1]), (0, "relu", 8, 1, [0, 1]),
+            (0, "linear", 8, 0, [0, 1]), (0, "linear", 8, 1, [0, 1]),
+            (1, "relu", 8, 0, [1]), (1, "relu", 8, 1, [0, 1]),
+            (1, "linear", 8, 0, [0, 1]), (1, "linear", 8, 1, [0, 1]),
+            (2, "relu", 8, 0, [0]), (2, "relu", 16, 0, [0])]
+    assert grid_calls(todo) == [
+        (0, "inf", ["relu"], [None], [0, 1]), (0, "inf", ["linear"], [None], [0, 1]),
+        (0, 8, ["relu", "linear"], [0, 1], [0, 1]),
+        (1, 8, ["relu"], [0], [1]), (1, 8, ["relu"], [1], [0, 1]),
+        (1, 8, ["linear"], [0, 1], [0, 1]),
+        (2, 8, ["relu"], [0], [0]), (2, 16, ["relu"], [0], [0])]
+    expanded = [(b, a, w, s, m) for b, w, acts, seeds, m in grid_calls(todo)
+                for a in acts for s in seeds]
+    assert expanded == todo  # the records' order is the items'
+

@@ -91,13 +91,13 @@ def test_killed_run_resumes_with_every_spectrum(full_run, tmp_path, monkeypatch)
     script = load_script("cond_vs_depth")
     real, calls = sweep.iter_finite_batch, []
 
-    def dies_on_third_call(*args, **kwargs):
+    def dies_on_second_call(*args, **kwargs):  # one call per batch at finite width (grid_calls)
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == 2:
             raise KeyboardInterrupt  # stands for a kill
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sweep, "iter_finite_batch", dies_on_third_call)
+    monkeypatch.setattr(sweep, "iter_finite_batch", dies_on_second_call)
     cut = tmp_path / "cut"
     assert script.main(ARGV + ["--out", str(cut)]) == 130
     done = _records(cut / "records.jsonl")

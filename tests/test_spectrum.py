@@ -334,3 +334,48 @@ def test_repr_is_short_and_leads_with_the_answer():
     # the range is printed with 4 significant digits: relative rounding ≤ 5e-4
     assert float(lo) == pytest.approx(c.eigenvalues[0], rel=1e-3, abs=0)
     assert float(hi) == pytest.approx(c.eigenvalues[-1], rel=1e-3, abs=0)
+
+
+def _plain_lambda_min_upper_bound(K):
+    """The bound as computed before the row blocks: every pair of the full matrix at once (K
+    scaled by 2^(−e), max|K|·2^(−e) in [0.5, 1), as lambda_min_upper_bound does)."""
+    from ntkcond.spectrum.interlacing import _pair_lower_eigenvalues
+
+    e = int(np.frexp(np.max(np.abs(K)))[1])
+    Ks = np.ldexp(K, -e)
+    sym = 0.5 * (Ks + Ks.T)
+    n = K.shape[0]
+    diag = np.diagonal(sym).copy()
+    lam = _pair_lower_eigenvalues(diag[:, None], diag[None, :], sym)
+    lam = np.where(np.arange(n)[None, :] > np.arange(n)[:, None], lam, np.inf)
+    i, j = divmod(int(np.argmin(lam)), n)
+    return float(np.ldexp(lam[i, j], e)), i, j
+
+
+@pytest.mark.parametrize("n", [2, 3, 63, 64, 65, 130, 300])
+def test_fast_paths_are_bitwise_the_plain_expressions(n):
+    """The in-place, blocked and transpose-once paths of conditioning, pairwise_angles and
+    lambda_min_upper_bound give the plain expressions' numbers bit for bit (ties included:
+    duplicate rows make equal pairs)."""
+    from ntkcond import lambda_min_upper_bound
+    from ntkcond.spectrum.interlacing import _pair_lower_eigenvalues, _pair_lower_eigenvalues_into
+
+    rng = np.random.default_rng(n)
+    g = rng.standard_normal((n, max(1, n // 2)))
+    g[min(2, n - 1)] = g[0]  # a duplicate row: tied closest pairs
+    for K in (g @ g.T, 1e-3 * (g @ g.T) + np.eye(n)):
+        assert lambda_min_upper_bound(K) == _plain_lambda_min_upper_bound(K)
+        d = np.diagonal(K).copy()
+        c = K[: n // 2 + 1, 1:]
+        work = np.empty(7 * c.size)
+        fast = _pair_lower_eigenvalues_into(d[: n // 2 + 1, None], d[None, 1:], c, work)
+        assert fast.tobytes() == _pair_lower_eigenvalues(d[: n // 2 + 1, None], d[None, 1:], c).tobytes()
+        Ks = np.ldexp(K, -int(np.frexp(np.max(np.abs(K)))[1]))
+        lam = np.linalg.eigvalsh(0.5 * (Ks + Ks.T))
+        assert conditioning(K).eigenvalues.tobytes() == np.ldexp(lam, int(np.frexp(np.max(np.abs(K)))[1])).tobytes()
+        half = np.frexp(np.diagonal(K))[1] // 2
+        Kh = np.ldexp(K, -(half[:, None] + half[None, :]))
+        ds = np.diagonal(Kh).copy()
+        plain = np.arctan2(np.sqrt(np.maximum(np.outer(ds, ds) - Kh**2, 0.0)), Kh)
+        np.fill_diagonal(plain, 0.0)
+        assert pairwise_angles(K).tobytes() == plain.tobytes()

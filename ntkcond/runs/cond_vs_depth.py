@@ -120,15 +120,17 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         hook = latest.append if save_spectra else None
         nets = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
         with tqdm(total=total, initial=resumed, desc=where, unit="kernel", disable=not progress) as bar:
-            for b, act, width, s, missing in todo:
+            for b, width, group_acts, group_seeds, missing in grid_calls(todo):
                 index = index_batches[b]
                 meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
                 if width == "inf":
-                    new = iter_infinite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                              trainable=trainable, meta=meta, on_spectrum=hook)
+                    new = iter_infinite_batch(ds.x[index], index, depths=missing,
+                                              activations=group_acts, trainable=trainable,
+                                              meta=meta, on_spectrum=hook)
                 else:
-                    new = iter_finite_batch(ds.x[index], index, depths=missing, activations=[act],
-                                            width=width, seeds=[s], trainable=trainable, meta=meta,
+                    new = iter_finite_batch(ds.x[index], index, depths=missing,
+                                            activations=group_acts, width=width,
+                                            seeds=group_seeds, trainable=trainable, meta=meta,
                                             on_spectrum=hook, nets=nets)
                 for rec in new:
                     if save_spectra:  # the spectrum first: a record never lacks its file
@@ -153,6 +155,39 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         return DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
                           spectra_figure=spectra_figure)
+
+
+def grid_calls(todo) -> list[tuple]:
+    """The work items ``todo`` of ``cond_vs_depth`` — (batch, activation, width, seed, missing
+    depths), in record order — as calls (batch, width, activations, seeds, missing depths).
+
+    At finite width, consecutive items of one batch and width that form a full grid
+    activations × seeds with the same missing depths become one call of ``iter_finite_batch``,
+    which yields its records in exactly that order (activation, seed, depth): the records and
+    ``records.jsonl`` are the same as with one call per item, but the worker threads of
+    ``ordered_map`` run on from one (activation, seed) to the next instead of draining at the
+    end of each, where one worker idles while the other finishes the last kernel. A fresh
+    run's batch is one call (110 kernels for the Figure-2 sweep instead of 10 calls of 11); in
+    a resumed run, items whose missing depths differ stay apart. Infinite width keeps one call
+    per item (seed None).
+    """
+    rows: list = []  # first the seeds of one activation: (batch, width, [act], [seeds], missing)
+    for b, act, width, seed, missing in todo:
+        last = rows[-1] if rows else None
+        if (width != "inf" and last is not None and last[:3] == (b, width, [act])
+                and last[4] == missing):
+            last[3].append(seed)
+        else:
+            rows.append((b, width, [act], [seed], missing))
+    calls: list = []  # then the activations with the same seeds and missing depths
+    for b, width, acts, seeds, missing in rows:
+        last = calls[-1] if calls else None
+        if (width != "inf" and last is not None and last[:2] == (b, width)
+                and last[3] == seeds and last[4] == missing):
+            last[2].extend(acts)
+        else:
+            calls.append((b, width, acts, seeds, missing))
+    return calls
 
 
 def spectrum_key(rec: dict) -> str:

@@ -23,13 +23,22 @@ def _kernel_angles(K64: np.ndarray, kdtype, where: str) -> np.ndarray:
         )
     e = scale_exponent(K64, where)
     with np.errstate(under="ignore"):
-        check_symmetric(np.ldexp(K64, -e), e, eps, where)
+        Ks = np.ldexp(K64, -e)
+    check_symmetric(Ks, e, eps, where)
     half = np.frexp(diag)[1] // 2  # K_ii·4^(−half_i) in [0.5, 2)
+    # the elementwise passes below write into the buffers they read where they can (the same
+    # operations on the same values as the plain expressions, fewer n × n temporaries)
+    shift = np.add.outer(half, half)
+    np.negative(shift, out=shift)
     with np.errstate(over="ignore", under="ignore"):  # under: |cos| < 1e-300, angle π/2 anyway
-        Ks = np.ldexp(K64, -(half[:, None] + half[None, :]))
+        np.ldexp(K64, shift, out=Ks)
+    del shift
     ds = np.diagonal(Ks).copy()
-    bound = np.sqrt(np.outer(ds, ds))
-    excess = np.abs(Ks) - bound * (1.0 + SYMMETRY_EPS_FACTOR * eps)
+    outer = np.multiply.outer(ds, ds)
+    bound = np.sqrt(outer)
+    bound *= 1.0 + SYMMETRY_EPS_FACTOR * eps
+    excess = np.abs(Ks)
+    excess -= bound  # |K_ij| − √(K_ii K_jj)·(1 + 1e4·eps)
     if np.any(excess > 0):
         i, j = np.unravel_index(int(np.argmax(excess)), Ks.shape)
         raise ValueError(
@@ -37,8 +46,11 @@ def _kernel_angles(K64: np.ndarray, kdtype, where: str) -> np.ndarray:
             f"{SYMMETRY_EPS_FACTOR:g}*eps for rounding), got |K[{i},{j}]| = {abs(K64[i, j]):.6g} > "
             f"sqrt(K[{i},{i}]*K[{j},{j}]) = {math.sqrt(diag[i]) * math.sqrt(diag[j]):.6g}"
         )
-    sin_part = np.sqrt(np.maximum(np.outer(ds, ds) - Ks**2, 0.0))
-    angles = np.arctan2(sin_part, Ks)
+    sin_part = np.multiply(Ks, Ks, out=bound)  # √max(K_ii K_jj − K_ij², 0)
+    np.subtract(outer, sin_part, out=sin_part)
+    np.maximum(sin_part, 0.0, out=sin_part)
+    np.sqrt(sin_part, out=sin_part)
+    angles = np.arctan2(sin_part, Ks, out=excess)
     np.fill_diagonal(angles, 0.0)
     return angles
 

@@ -16,6 +16,7 @@ from ._checks import (
     ldexp,
     resolve_tolerances,
     scale_exponent,
+    symmetric_part,
 )
 
 __all__ = ["Conditioning", "conditioning", "conditioning_from_eigenvalues", "effective_condition_number"]
@@ -121,9 +122,9 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     e = scale_exponent(K64, where)
     with np.errstate(under="ignore"):
-        Ks = np.ldexp(K64, -e)
-    check_symmetric(Ks, e, float_eps(kdtype), where)
-    eigenvalues = np.linalg.eigvalsh(0.5 * (Ks + Ks.T))
+        Ks = np.ldexp(K64, -e, out=K64)  # K64 is this function's own copy
+    Kt = check_symmetric(Ks, e, float_eps(kdtype), where)
+    eigenvalues = np.linalg.eigvalsh(symmetric_part(Ks, Kt))
     return conditioning_from_eigenvalues(eigenvalues, kdtype, rtol, atol, where, exponent=e)
 
 

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_square_kernel, check_symmetric, float_eps, ldexp, scale_exponent
+from ._checks import (as_square_kernel, check_symmetric, float_eps, ldexp, scale_exponent,
+                      symmetric_part)
 
 __all__ = ["lambda_min_upper_bound"]
 
 _VELTKAMP = 134217729.0  # 2^27 + 1: splits a float64 into two 26-bit halves
+
+
+#: Entries per row block of ``lambda_min_upper_bound`` (64 rows of a 512 × 512 kernel): one
+#: work buffer of seven block-sized arrays serves every block (no n × n temporaries, each
+#: freshly faulted in), and the blocks cover the upper triangle (plus the sliver below it in
+#: each block) instead of the whole matrix.
+_PAIR_BLOCK_ENTRIES = 1 << 15
+
+
+def _row_blocks(n: int, rows: int):
+    """(start, stop) of consecutive blocks of ``rows`` (at least 1) rows covering 0..n-1."""
+    rows = max(1, rows)
+    return [(start, min(start + rows, n)) for start in range(0, n, rows)]
 
 
 def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -41,6 +55,54 @@ def _pair_lower_eigenvalues(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.n
     lam_plus = 0.5 * (a + b) + np.hypot(0.5 * (a - b), c)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(lam_plus > 0, det / np.where(lam_plus > 0, lam_plus, 1.0), 0.0)
+
+
+def _pair_lower_eigenvalues_into(a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                                 work: np.ndarray) -> np.ndarray:
+    """``_pair_lower_eigenvalues(a, b, c)`` bit for bit, the same operations in the same order,
+    written into ``work`` (at least 7 × c.size float64 entries; the result is a view of it).
+
+    a: (r, 1), b: (1, k), c: (r, k). The plain expression allocates some twenty r × k
+    temporaries per call; allocating and freeing that many large buffers makes glibc hand
+    memory back to the OS and fault it in again (page faults cost more than the arithmetic
+    here), so ``lambda_min_upper_bound`` passes one work buffer for all its row blocks.
+    """
+    shape, size = c.shape, c.size
+    P, E, Q, F, H, L, T = (work[i * size:(i + 1) * size].reshape(shape) for i in range(7))
+    xh, xl = _split(a)  # (r, 1) and (1, k): small
+    yh, yl = _split(b)
+    np.multiply(a, b, out=P)  # p_ab, e_ab: Dekker's a·b
+    np.multiply(xh, yh, out=E)
+    E -= P
+    E += np.multiply(xh, yl, out=T)
+    E += np.multiply(xl, yh, out=T)
+    E += np.multiply(xl, yl, out=T)
+    np.multiply(c, c, out=Q)  # p_cc, e_cc: Dekker's c·c, c split as in _split
+    np.multiply(_VELTKAMP, c, out=T)
+    np.subtract(T, c, out=H)
+    np.subtract(T, H, out=H)  # hi = t − (t − c)
+    np.subtract(c, H, out=L)  # lo = c − hi
+    np.multiply(H, H, out=F)
+    F -= Q
+    F += np.multiply(H, L, out=T)
+    F += np.multiply(L, H, out=T)
+    F += np.multiply(L, L, out=T)
+    P -= Q  # det = (p_ab − p_cc) + (e_ab − e_cc)
+    E -= F
+    P += E
+    det = P
+    np.add(a, b, out=Q)  # λ₊ = 0.5·(a + b) + hypot(0.5·(a − b), c)
+    Q *= 0.5
+    np.subtract(a, b, out=F)
+    F *= 0.5
+    np.hypot(F, c, out=F)
+    Q += F
+    positive = Q > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        Q[~positive] = 1.0
+        np.divide(det, Q, out=det)
+    det[~positive] = 0.0
+    return det
 
 
 def lambda_min_upper_bound(K) -> tuple[float, int, int]:
@@ -95,23 +157,25 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     # overflow (K near 1e308) nor lose the error-free determinant to underflow (K near 1e-300)
     e = scale_exponent(K64, where)
     Ks = ldexp(K64, -e)
-    check_symmetric(Ks, e, eps, where)
-    sym = 0.5 * (Ks + Ks.T)
+    Kt = check_symmetric(Ks, e, eps, where)
+    sym = symmetric_part(Ks, Kt)
     diag = np.diagonal(sym).copy()
     floor = n * eps * float(np.max(np.sum(np.abs(sym), axis=1)))  # ‖K‖_∞ ≥ λ_max
     if n == 1:
         best, bi, bj = float(diag[0]), 0, 0
     else:
         best, bi, bj = np.inf, 0, 1
-        block = max(1, (1 << 20) // n)  # rows per block: ~1M pairs at a time
-        cols = np.arange(n)
-        for start in range(0, n - 1, block):
-            rows = np.arange(start, min(start + block, n - 1))
-            lam = _pair_lower_eigenvalues(diag[rows, None], diag[None, :], sym[rows])
-            lam = np.where(cols[None, :] > rows[:, None], lam, np.inf)  # pairs i < j only
-            r, j = divmod(int(np.argmin(lam)), n)
-            if lam[r, j] < best:
-                best, bi, bj = float(lam[r, j]), int(rows[r]), j
+        blocks = _row_blocks(n - 1, _PAIR_BLOCK_ENTRIES // n)
+        work = np.empty(7 * (blocks[0][1] - blocks[0][0]) * (n - 1))
+        for start, stop in blocks:
+            # pairs i < j of rows start..stop-1: columns start+1.. only (the upper triangle
+            # and a sliver below it, masked), each λ₋ computed entrywise as on the full row
+            lam = _pair_lower_eigenvalues_into(diag[start:stop, None], diag[None, start + 1:],
+                                               sym[start:stop, start + 1:], work)
+            lam[np.tri(stop - start, n - start - 1, -1, dtype=bool)] = np.inf  # j <= i
+            r, k = divmod(int(np.argmin(lam)), lam.shape[1])
+            if lam[r, k] < best:  # blocks in row order: ties keep the first pair row-major
+                best, bi, bj = float(lam[r, k]), start + r, start + 1 + k
     if best < -floor:
         raise ValueError(
             f"{where}: expected a positive semi-definite matrix, got the 2x2 principal submatrix "
