@@ -137,6 +137,13 @@ def sweep_layers(depths, trainable, where: str):
     return depths, layers
 
 
+def as_block(block, where: str, minimum: int) -> int:
+    """A block (tile) size: an integer ≥ ``minimum`` (1 for kernel tiles, 2 for pair sweeps)."""
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < minimum:
+        raise ValueError(f"{where}: expected an integer block size >= {minimum}, got {block!r}")
+    return int(block)
+
+
 def as_int(value, name: str, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{where}: expected {name} as an integer >= {minimum}, got {value!r}")

@@ -24,18 +24,11 @@ from .._core.io import atomic_write
 from ..infinite.extremes import ExtremeSearch, numpy_extreme_row
 from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
 
-__all__ = ["as_block", "pairs_route", "recursion_fallback", "recursion_route"]
+__all__ = ["pairs_route", "recursion_fallback", "recursion_route"]
 
 _CHECKPOINT_KIND = "ntkcond.streaming_smallest_angles"
 _CHECKPOINT_VERSION = 1
 _PAIRS_KIND = "ntkcond.streaming_smallest_angles.pairs"
-
-
-def as_block(block, where: str) -> int:
-    """The block size b of a sweep over pairs: an integer >= 2."""
-    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 2:
-        raise ValueError(f"{where}: expected an integer block size >= 2, got {block!r}")
-    return int(block)
 
 
 def _row_pairs(n: int, r0: int, r1: int) -> int:

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ._pair_sweeps import as_block
+from .._core.checks import as_block
 
 __all__ = ["streaming_smallest_kernel_angle"]
 
@@ -99,7 +99,7 @@ def streaming_smallest_kernel_angle(features, *, block: int = 1024) -> tuple[flo
     pairs, n = _as_features(features, where)
     if n < 2:
         raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got n = {n}")
-    block = as_block(block, where)
+    block = as_block(block, where, 2)
     pairs = _scaled(pairs)
     diag = sum(w * (np.einsum("ij,ij->i", H, H) * np.einsum("ij,ij->i", D, D)) for H, D, w in pairs)
     if np.any(diag <= 0):

@@ -56,11 +56,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .._core.checks import as_data
+from .._core.checks import as_block, as_data
 from ..activations import parse_activation
 from ..infinite.extremes import smallest_from_extremes
 from ..infinite.geometry import normalised_rows
-from ._pair_sweeps import as_block, pairs_route, recursion_fallback, recursion_route
+from ._pair_sweeps import pairs_route, recursion_fallback, recursion_route
 from .blocks import INPUT, AnglePlan
 from .kernel_angle import streaming_smallest_kernel_angle
 
@@ -213,7 +213,7 @@ def streaming_smallest_angles(
         raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got shape {x.shape}")
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
-    block = as_block(block, where)
+    block = as_block(block, where, 2)
     plan = AnglePlan(depths, activations, trainable, where)
     backend = _choose_backend(backend, where)
     if dtype not in ("float64", "float32"):

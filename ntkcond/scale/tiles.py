@@ -27,7 +27,7 @@ import concurrent.futures
 
 import numpy as np
 
-from .._core.checks import as_data, as_int, sweep_layers
+from .._core.checks import as_block, as_data, as_int, sweep_layers
 from .._core.threads import blas_threads, single_threaded_blas
 from ..activations import parse_activation
 from ..infinite._recursion import angle_from, derivative_slope
@@ -36,7 +36,6 @@ from ..infinite.geometry import kahan_angles, needs_refinement, normalised_rows
 __all__ = [
     "CHUNK_ENTRIES",
     "Tiles",
-    "check_block",
     "check_kernel_range",
     "kernel_recursion",
     "kernel_tile",
@@ -156,7 +155,7 @@ class Tiles:
                           for r0, r1, c0, c1 in self.tiles], dtype=np.int64)
         self.cached_tiles = int(np.searchsorted(np.cumsum(sizes), max(0, int(cache_bytes)), side="right"))
         self.cache_bytes = int(sizes[:self.cached_tiles].sum())
-        self.cached_fraction = float(sizes[:self.cached_tiles].sum() / sizes.sum()) if sizes.size else 0.0
+        self.cached_fraction = self.cache_bytes / int(sizes.sum()) if sizes.size else 0.0
         self._cache: list = [None] * self.cached_tiles
 
     def run(self, visit, make_state=lambda: None):
@@ -184,13 +183,6 @@ class Tiles:
             return list(pool.map(worker, range(count)))
 
 
-def check_block(block, where):
-    """The tile size b: an integer ≥ 1."""
-    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
-        raise ValueError(f"{where}: expected an integer block size >= 1, got {block!r}")
-    return int(block)
-
-
 def resolve_workers(workers, where):
     """Worker threads for the tiles: the BLAS thread count unless given."""
     return blas_threads() if workers is None else as_int(workers, "workers", where, 1)
@@ -216,4 +208,4 @@ def prepare(x, depths, activation, trainable, block, where):
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
     check_kernel_range(norms, x.shape[1], where)
-    return xh, norms, x.shape[1], act, depths, layers, check_block(block, where)
+    return xh, norms, x.shape[1], act, depths, layers, as_block(block, where, 1)
