@@ -32,40 +32,22 @@ def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, x - hi
 
 
-def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's error-free product: x·y = p + e exactly (barring over/underflow)."""
-    p = x * y
-    xh, xl = _split(x)
-    yh, yl = _split(y)
-    return p, ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
-
-
-def _pair_lower_eigenvalues(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+def _pair_lower_eigenvalues(a: np.ndarray, b: np.ndarray, c: np.ndarray, work: np.ndarray) -> np.ndarray:
     """λ₋ of [[a, c], [c, b]] as det/λ₊, the determinant ab − c² formed error-free.
 
     (a + b)/2 − √(((a − b)/2)² + c²) cancels catastrophically for a close pair (λ₋ ≪ λ₊);
     λ₋ = (ab − c²)/λ₊ with λ₊ = (a + b)/2 + √(((a − b)/2)² + c²) does not: ab and c² come
-    from Dekker products, whose leading parts cancel exactly (Sterbenz) when ab ≈ c², so the
-    determinant of the stored entries has a relative error of a few eps. λ₊ = 0 only for the
-    zero submatrix, whose λ₋ is 0.
-    """
-    p_ab, e_ab = _two_product(a, b)
-    p_cc, e_cc = _two_product(c, c)
-    det = (p_ab - p_cc) + (e_ab - e_cc)
-    lam_plus = 0.5 * (a + b) + np.hypot(0.5 * (a - b), c)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(lam_plus > 0, det / np.where(lam_plus > 0, lam_plus, 1.0), 0.0)
+    from Dekker products (x·y = p + e exactly, from Veltkamp splits), whose leading parts
+    cancel exactly (Sterbenz) when ab ≈ c², so det = (p_ab − p_cc) + (e_ab − e_cc) of the
+    stored entries has a relative error of a few eps. λ₊ = 0 only for the zero submatrix,
+    whose λ₋ is 0.
 
-
-def _pair_lower_eigenvalues_into(a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                                 work: np.ndarray) -> np.ndarray:
-    """``_pair_lower_eigenvalues(a, b, c)`` bit for bit, the same operations in the same order,
-    written into ``work`` (at least 7 × c.size float64 entries; the result is a view of it).
-
-    a: (r, 1), b: (1, k), c: (r, k). The plain expression allocates some twenty r × k
-    temporaries per call; allocating and freeing that many large buffers makes glibc hand
+    a: (r, 1), b: (1, k), c: (r, k). Written into ``work`` (at least 7 × c.size float64
+    entries; the result is a view of it): the plain expression allocates some twenty r × k
+    temporaries per call, and allocating and freeing that many large buffers makes glibc hand
     memory back to the OS and fault it in again (page faults cost more than the arithmetic
-    here), so ``lambda_min_upper_bound`` passes one work buffer for all its row blocks.
+    here), so ``lambda_min_upper_bound`` passes one work buffer for all its row blocks. The
+    operations are those of the plain expression in the same order (tested bit for bit).
     """
     shape, size = c.shape, c.size
     P, E, Q, F, H, L, T = (work[i * size:(i + 1) * size].reshape(shape) for i in range(7))
@@ -170,8 +152,8 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
         for start, stop in blocks:
             # pairs i < j of rows start..stop-1: columns start+1.. only (the upper triangle
             # and a sliver below it, masked), each λ₋ computed entrywise as on the full row
-            lam = _pair_lower_eigenvalues_into(diag[start:stop, None], diag[None, start + 1:],
-                                               sym[start:stop, start + 1:], work)
+            lam = _pair_lower_eigenvalues(diag[start:stop, None], diag[None, start + 1:],
+                                          sym[start:stop, start + 1:], work)
             lam[np.tri(stop - start, n - start - 1, -1, dtype=bool)] = np.inf  # j <= i
             r, k = divmod(int(np.argmin(lam)), lam.shape[1])
             if lam[r, k] < best:  # blocks in row order: ties keep the first pair row-major
