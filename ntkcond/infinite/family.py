@@ -1,0 +1,157 @@
+"""Infinite-width NNGP and NTK of MLPs with weight and bias scales, any activation of
+``ntkcond.activations`` and optional residual blocks: the general layer recursion.
+
+The network (NTK parameterisation, all weights and biases N(0, 1) and trained, width m → ∞,
+s_w = ``w_std``, s_b = ``b_std``, L = ``depth`` hidden layers):
+
+    z¹ = s_w/√d · W¹x + s_b b¹,
+    z^{l+1} = s_w/√m · W^{l+1} σ(z^l) + s_b b^{l+1}                  (l = 1 … L − 1)
+    f = s_w/√m · W^{L+1} σ(z^L) + s_b b^{L+1},
+
+neural-tangents' ``stax.serial(*[Dense(m, W_std=s_w, b_std=s_b), act] * L,
+Dense(1, W_std=s_w, b_std=s_b))``. Recursions (Jacot et al. 2018; Lee et al. 2019), with
+M, Ṁ the dual kernels of ``ntkcond.infinite.duals`` at the layer's (Σ_ii, Σ_jj, Σ_ij):
+
+    Σ¹ = s_w² x·x'/d + s_b²,   Θ¹ = [0 ∈ S] Σ¹
+    Σ^{l+1} = s_w² M + s_b²,   Θ^{l+1} = [l ∈ S] Σ^{l+1} + s_w² Ṁ Θ^l                    (1)
+
+for trainable layers S (0-based: 0 is W¹, b¹; L the read-out; all by default); the output
+kernels of depth L are NNGP = Σ^{L+1}, NTK = Θ^{L+1}. With ``residual=β`` layers 2 … L are
+residual blocks z^{l+1} = z^l + β(s_w/√m · W^{l+1} σ(z^l) + s_b b^{l+1}) (neural-tangents:
+``FanOut(2)``, ``parallel(serial(act, Dense(m, W_std=β s_w, b_std=β s_b)), Identity())``,
+``FanInSum()``), the first layer and the read-out as above:
+
+    Σ^{l+1} = Σ^l + β²(s_w² M + s_b²),   Θ^{l+1} = Θ^l + β²([l ∈ S](s_w² M + s_b²) + s_w² Ṁ Θ^l).  (2)
+
+Precision: beside each 2 × 2 block (A, B, C) (NNGP and NTK) the recursion carries its
+Euclidean gap D = ½(A + B) − C ≥ 0 as a sum of non-negative terms, from D¹ = s_w²·½‖x − x'‖²/d:
+
+    D_Σ^{l+1} = s_w² Dσ  (+ D_Σ^l, residual),
+    D_Θ^{l+1} = [l ∈ S] D_Σ-term + s_w²[¼(Ṗ₁ − Ṗ₂)(A − B) + ½(Ṗ₁ + Ṗ₂) D_Θ + Dσ' C]  (3)
+
+(Dσ, Dσ', Ṗ from ``duals``; (A, B, C) the NTK block before the step). The gradient angle
+φ has 1 − cos φ = (D_Θ − ½(√A − √B)²)/√(AB) and 1 + cos φ = (√(AB) + C)/√(AB), and
+φ = 2 atan2(√(1 − cos φ), √(1 + cos φ)): relative precision ~eps for near-duplicate pairs of
+equal norms, and ~eps·|‖x‖ − ‖x'‖|/(‖x‖θ²) otherwise (the norms' difference enters only
+through the rows' own rounding).
+
+Every function here is a pure function of arrays (blocks broadcast: the rows' squared norms
+as a column, the columns' as a row), unchecked: the public entry points of
+``ntkcond.infinite.kernels`` validate.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+import numpy as np
+
+from . import duals
+
+__all__ = ["Net", "net_layers", "family_recursion", "gradient_angle_terms"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Net:
+    """A network of eqs. (1)–(2): activation, weight and bias stds, residual scale.
+
+    ``w_std=None`` is the norm-preserving bias-free net of ``ntkcond.infinite.kernels``
+    (hidden layers s_w² = c = 2/(1 + α²), read-out 1; leaky family only).
+
+    Attributes:
+      act: parsed activation; w_std: s_w > 0 or None; b_std: s_b ≥ 0; residual: β > 0 or None.
+    """
+
+    act: object
+    w_std: float | None = None
+    b_std: float = 0.0
+    residual: float | None = None
+
+    def __repr__(self) -> str:
+        return (f"Net({self.act.name}, w_std={self.w_std}, b_std={self.b_std}, "
+                f"residual={self.residual})")
+
+
+def net_layers(net: Net):
+    """(s_w² of the first and hidden layers, s_w² of the read-out, s_b²)."""
+    if net.w_std is None:
+        return net.act.scale, 1.0, net.b_std**2
+    return net.w_std**2, net.w_std**2, net.b_std**2
+
+
+def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
+                     kernels=("nngp", "ntk")) -> Iterator[dict]:
+    """Eqs. (1)–(3) for every depth in ``depths`` (ascending), in one forward pass.
+
+    Args:
+      gram: (n1, n2) x·x'/d; n1: (n1, 1) ‖x‖²/d; n2: (1, n2) ‖x'‖²/d;
+      gap0: (n1, n2) ½‖x − x'‖²/d ≥ 0, exact for the data (no cancellation).
+      depths: sorted depths L ≥ 0; net: ``Net``; layers: trainable layers (set of 0-based
+        indices, None for all, "last" for S = {L} at each depth).
+
+    Yields per depth a dict with ``depth``, ``nngp``, ``ntk`` (blocks), ``ntk_diag1``,
+    ``ntk_diag2`` (the NTK's diagonal for rows and columns) and ``ntk_gap`` (D_Θ).
+    """
+    sw2, sw2_out, sb2 = net_layers(net)
+    beta2 = None if net.residual is None else net.residual**2
+    last_only = layers == "last"
+    member = (lambda k: True) if layers is None or last_only else (lambda k: k in layers)
+    wanted = set(depths)
+    # input layer z¹
+    q1, q2 = sw2 * n1 + sb2, sw2 * n2 + sb2
+    c, D = sw2 * gram + sb2, sw2 * gap0
+    s0 = 1.0 if member(0) else 0.0
+    A, B, C, G = s0 * q1, s0 * q2, s0 * c, s0 * D
+    for L in range(max(depths) + 1):
+        if L == 0:
+            if 0 in wanted:
+                if last_only:
+                    yield _out(0, c, q1, q2, c, D)
+                else:
+                    yield _out(0, c, A, B, C, G)
+            continue
+        # z^L is (q, c, D); NTK of z^L is (A, B, C, G). One dual at z^L serves the read-out of
+        # depth L and the next hidden step.
+        M, Ds, Md, Dd = duals.dual(net.act, q1, q2, c, D)
+        P1, Pd1 = duals.diagonal(net.act, q1)
+        P2, Pd2 = duals.diagonal(net.act, q2)
+        if L in wanted:
+            s = 1.0 if (last_only or member(L)) else 0.0
+            if last_only:
+                yield _out(L, sw2_out * M + sb2, sw2_out * P1 + sb2, sw2_out * P2 + sb2,
+                           sw2_out * M + sb2, sw2_out * Ds)
+            else:
+                yield _out(L, sw2_out * M + sb2,
+                           *_ntk_step(A, B, C, G, sw2_out, sb2, M, Ds, Md, Dd, P1, P2, Pd1,
+                                      Pd2, s))
+        if L == max(depths):
+            break
+        s = 1.0 if member(L) else 0.0
+        if beta2 is None:
+            A, B, C, G = _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2, s)
+            q1, q2, c, D = sw2 * P1 + sb2, sw2 * P2 + sb2, sw2 * M + sb2, sw2 * Ds
+        else:
+            dA, dB, dC, dG = _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2,
+                                       s)
+            A, B, C, G = A + beta2 * dA, B + beta2 * dB, C + beta2 * dC, G + beta2 * dG
+            q1, q2 = q1 + beta2 * (sw2 * P1 + sb2), q2 + beta2 * (sw2 * P2 + sb2)
+            c, D = c + beta2 * (sw2 * M + sb2), D + beta2 * sw2 * Ds
+
+
+def _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2, s):
+    """One step of eq. (1)/(3): (A', B', C', D_Θ') = [s]·Σ' + s_w² Ṁ ⊙ (A, B, C)."""
+    A2 = s * (sw2 * P1 + sb2) + sw2 * Pd1 * A
+    B2 = s * (sw2 * P2 + sb2) + sw2 * Pd2 * B
+    C2 = s * (sw2 * M + sb2) + sw2 * Md * C
+    G2 = s * sw2 * Ds + sw2 * (0.25 * (Pd1 - Pd2) * (A - B) + 0.5 * (Pd1 + Pd2) * G + Dd * C)
+    return A2, B2, C2, G2
+
+
+def _out(L, nngp, A, B, C, G):
+    return {"depth": L, "nngp": nngp, "ntk": C, "ntk_diag1": A, "ntk_diag2": B, "ntk_gap": G}
+
+
+def gradient_angle_terms(A, B, C, G):
+    """(1 − cos φ, 1 + cos φ) of the NTK block (A, B, C) with Euclidean gap G, eq. (3)."""
+    _, um, up, _, _, _ = duals.angle_terms(A, B, C, G)
+    return um, up
