@@ -9,9 +9,9 @@ import pytest
 
 from ntkcond import angles as A
 from ntkcond.papers.liu_hui import report as C
-from ntkcond.papers.liu_hui._kit import real_image_sets
-from ntkcond.papers.liu_hui import analytic as CA
-from ntkcond.papers.liu_hui import finite as CF
+from ntkcond.papers.liu_hui.claim_kit import real_image_sets
+from ntkcond.papers.liu_hui import analytic_claims as CA
+from ntkcond.papers.liu_hui import finite_claims as CF
 from ntkcond.papers.liu_hui import prop41
 from ntkcond import infinite_ntk, lambda_min_upper_bound
 from conftest import load_script
@@ -91,7 +91,7 @@ def test_check_claims_prints_the_status(tmp_path, capsys, monkeypatch):
                  tolerance=0.1, why="w", passed=True)
     bad = dataclasses.replace(ok, id="2", error=0.5, passed=False, status="")
     skip = C.Claim.skipped("3b", "t3", "f", "p", reason="neural-tangents is not importable")
-    from ntkcond.papers.liu_hui import run as claims_run
+    from ntkcond.papers.liu_hui import claims_run
 
     monkeypatch.setattr(claims_run, "run_claims", lambda **kw: [ok, bad, skip])
     monkeypatch.setattr(claims_run, "plot_gradient_angle_map", lambda out: ())

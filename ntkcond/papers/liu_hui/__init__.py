@@ -2,7 +2,7 @@
 computation (``analytic``: expansions, limits and exact spectra; ``finite``: Monte Carlo over
 finite nets, neural-tangents, trained wide nets), and the PASS/FAIL report (``report``).
 """
-from ._kit import Claim as Claim, Formulas as Formulas
+from .claim_kit import Claim as Claim, Formulas as Formulas
 from .report import (
     checks as checks,
     plot_gradient_angle_map as plot_gradient_angle_map,

@@ -19,10 +19,10 @@ import os
 import numpy as np
 
 from ..._core.io import atomic_write
-from . import analytic as A
-from . import finite as F
+from . import analytic_claims as A
+from . import finite_claims as F
 from . import prop41
-from ._kit import STATUSES, Claim, Formulas, pyplot, save_figure
+from .claim_kit import STATUSES, Claim, Formulas, pyplot, save_figure
 
 __all__ = ["Claim", "Formulas", "checks", "run_claims", "write_report", "plot_gradient_angle_map"]
 

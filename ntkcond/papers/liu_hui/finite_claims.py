@@ -11,7 +11,7 @@ from ...finite.empirical import empirical_ntk
 from ...finite.models import mlp
 from ...optimization import ntk_gd_loss
 from ...spectrum import effective_condition_number
-from ._kit import (
+from .claim_kit import (
     Claim,
     Formulas,
     empirical_kernels,

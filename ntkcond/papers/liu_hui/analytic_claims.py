@@ -7,7 +7,7 @@ import numpy as np
 from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
 from ...spectrum import conditioning
-from ._kit import (
+from .claim_kit import (
     Claim,
     Formulas,
     loglog_slope,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ...runs.rundir import open_run
-from ._kit import DEFAULT_DATA_DIR
+from .claim_kit import DEFAULT_DATA_DIR
 from .report import plot_gradient_angle_map, run_claims, write_report
 
 __all__ = ["check_claims"]
