@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._checks import SYMMETRY_EPS_FACTOR, as_square_kernel, check_symmetric, float_eps, scale_exponent
+from ._kernel_checks import SYMMETRY_EPS_FACTOR, as_square_kernel, check_symmetric, float_eps, scale_exponent
 
 __all__ = ["argmin_upper", "pairwise_angles", "smallest_pairwise_angle"]
 
