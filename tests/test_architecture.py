@@ -144,7 +144,7 @@ def test_facade_is_curated_and_does_not_load_runs_or_papers():
 
 
 def test_moved_names_resolve_with_a_warning():
-    from ntkcond.papers.zhang_saxe_latham import biasfree
+    from ntkcond.papers.zhang_saxe_latham.nets import biasfree
 
     with pytest.warns(DeprecationWarning, match="papers.zhang_saxe_latham"):
         assert ntkcond.mirrored_init is biasfree.mirrored_init

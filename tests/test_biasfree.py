@@ -11,9 +11,9 @@ import pytest
 from conftest import load_script  # noqa: E402
 import ntkcond
 from ntkcond._core.x64 import x64
-from ntkcond.papers.zhang_saxe_latham import biasfree as bf
-from ntkcond.papers.zhang_saxe_latham import training as zsl_training
-from ntkcond.papers.zhang_saxe_latham import saxe
+from ntkcond.papers.zhang_saxe_latham.nets import biasfree as bf
+from ntkcond.papers.zhang_saxe_latham.nets import training as zsl_training
+from ntkcond.papers.zhang_saxe_latham.nets import saxe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPS = np.finfo(np.float64).eps

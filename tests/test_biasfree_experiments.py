@@ -11,8 +11,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
-from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix  # noqa: E402
-from ntkcond.papers.zhang_saxe_latham import symmetry_experiments as sx  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import experiments as ix  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham.experiments import symmetry_runs as sx  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
 
 

@@ -13,12 +13,12 @@ import pytest
 
 from conftest import load_script  # noqa: E402
 import ntkcond
-from ntkcond.papers.zhang_saxe_latham import saxe
-from ntkcond.papers.zhang_saxe_latham import biasfree as bf
-from ntkcond.papers.zhang_saxe_latham import training as zsl_training
-from ntkcond.papers.zhang_saxe_latham import collapse
-from ntkcond.papers.zhang_saxe_latham import conservation
-from ntkcond.papers.zhang_saxe_latham import independent as ind
+from ntkcond.papers.zhang_saxe_latham.nets import saxe
+from ntkcond.papers.zhang_saxe_latham.nets import biasfree as bf
+from ntkcond.papers.zhang_saxe_latham.nets import training as zsl_training
+from ntkcond.papers.zhang_saxe_latham.nets import collapse
+from ntkcond.papers.zhang_saxe_latham.nets import conservation
+from ntkcond.papers.zhang_saxe_latham import nets as ind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

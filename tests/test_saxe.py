@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntkcond.papers.zhang_saxe_latham import saxe
+from ntkcond.papers.zhang_saxe_latham.nets import saxe
 
 
 def test_closed_form_formula_and_large_lr_regime():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ntkcond.papers.zhang_saxe_latham import training
+from ntkcond.papers.zhang_saxe_latham.nets import training
 
 
 def test_single_layer_square_loss_matches_numpy_iteration():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kit import (
+from ._common import (
     ALPHAS,
     Progress,
     positive_values,
@@ -17,8 +17,8 @@ from ._kit import (
     symmetric_gaussian,
     unit_vector,
 )
-from .biasfree import gaussian_init, mirrored_init, symmetrize
-from .collapse import slope_collapse_batch
+from ..nets.biasfree import gaussian_init, mirrored_init, symmetrize
+from ..nets.collapse import slope_collapse_batch
 from .result import ExperimentResult
 
 __all__ = ["COLLAPSE_OK", "large_init"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kit import Progress, first_below, progress_callback, seed_list, spread
-from .biasfree import gaussian_init
-from .independent_inits import pair_init
-from .independent_nets import pair_nets
-from .orthogonal_data import feature_alignment, xor_data
+from ._common import Progress, first_below, progress_callback, seed_list, spread
+from ..nets.biasfree import gaussian_init
+from ..nets.independent_inits import pair_init
+from ..nets.independent_nets import pair_nets
+from ..nets.orthogonal_data import feature_alignment, xor_data
 from .result import ExperimentResult
-from .training import train_network_batch
+from ..nets.training import train_network_batch
 
 __all__ = ["XOR_FIT", "XOR_LEARN", "xor"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import datasets
-from ._kit import (
+from .... import datasets
+from ._common import (
     ALPHAS,
     Progress,
     positive_values,
@@ -17,7 +17,7 @@ from ._kit import (
     symmetric_gaussian,
     unit_vector,
 )
-from .biasfree import (
+from ..nets.biasfree import (
     aligned_init,
     effective_rank,
     gaussian_init,
@@ -34,13 +34,13 @@ from .biasfree import (
     whiten,
 )
 from .result import ExperimentResult
-from .saxe import (
+from ..nets.saxe import (
     discrete_regime,
     saxe_discrete_mode_strength,
     saxe_mode_strength,
     time_rescaling,
 )
-from .training import train_network, train_two_layer
+from ..nets.training import train_network, train_two_layer
 
 __all__ = ["expressivity", "equivalence", "closed_form", "deep"]
 

@@ -51,9 +51,9 @@ import dataclasses
 
 import numpy as np
 
-from ..._core.checks import as_int, positive
-from ...activations import parse_activation
-from ._checks import as_array, as_weights, as_xy
+from ...._core.checks import as_int, positive
+from ....activations import parse_activation
+from ._net_checks import as_array, as_weights, as_xy
 from .training import TrainResult, train_network
 
 __all__ = [

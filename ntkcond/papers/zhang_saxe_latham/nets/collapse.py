@@ -23,8 +23,8 @@ import dataclasses
 
 import numpy as np
 
-from ..._core.checks import positive
-from ._checks import as_weights, as_xy
+from ...._core.checks import positive
+from ._net_checks import as_weights, as_xy
 from .saxe import time_rescaling
 from .training import train_network, train_network_batch
 

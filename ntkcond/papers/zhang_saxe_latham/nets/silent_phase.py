@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_weights, as_xy
+from ._net_checks import as_weights, as_xy
 from ._groups import group_geometry, require_orthogonal
 from .independent_nets import IndependentNets
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import datasets
-from ...infinite.kernels import infinite_ntk, infinite_ntk_layers
-from ...spectrum import conditioning
-from ._kit import (
+from .... import datasets
+from ....infinite.kernels import infinite_ntk, infinite_ntk_layers
+from ....spectrum import conditioning
+from ._common import (
     Progress,
     first_below,
     positive_values,
@@ -19,7 +19,7 @@ from ._kit import (
     seed_list,
     symmetric_gaussian,
 )
-from .biasfree import (
+from ..nets.biasfree import (
     first_layer_ntk,
     gaussian_init,
     mirrored_init,
@@ -27,7 +27,7 @@ from .biasfree import (
     symmetrize,
 )
 from .result import ExperimentResult
-from .training import train_network_batch
+from ..nets.training import train_network_batch
 
 __all__ = ["symmetry_breaking", "symmetric_ntk"]
 

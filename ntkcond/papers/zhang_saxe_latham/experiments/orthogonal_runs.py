@@ -9,15 +9,15 @@ import dataclasses
 
 import numpy as np
 
-from ... import datasets
-from ._kit import Progress, first_below, progress_callback, seed_list, spread
-from .biasfree import gaussian_init, network_apply
-from .independent_inits import orthogonal_init
-from .independent_nets import orthogonal_nets
-from .orthogonal_data import max_abs_cosine, orthogonalize
+from .... import datasets
+from ._common import Progress, first_below, progress_callback, seed_list, spread
+from ..nets.biasfree import gaussian_init, network_apply
+from ..nets.independent_inits import orthogonal_init
+from ..nets.independent_nets import orthogonal_nets
+from ..nets.orthogonal_data import max_abs_cosine, orthogonalize
 from .result import ExperimentResult
-from .silent_phase import sign_group_nets
-from .training import train_network_batch, train_two_layer
+from ..nets.silent_phase import sign_group_nets
+from ..nets.training import train_network_batch, train_two_layer
 
 __all__ = ["orthogonal"]
 

@@ -19,10 +19,10 @@ import functools
 
 import numpy as np
 
-from ..._core.checks import as_int, positive
-from ..._core.x64 import x64
-from ...activations import Activation, parse_activation
-from ._checks import as_weights, as_xy
+from ...._core.checks import as_int, positive
+from ...._core.x64 import x64
+from ....activations import Activation, parse_activation
+from ._net_checks import as_weights, as_xy
 
 __all__ = ["TrainResult", "train_network", "train_network_batch", "train_two_layer"]
 

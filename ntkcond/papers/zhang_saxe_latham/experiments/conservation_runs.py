@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kit import Progress, progress_callback, symmetric_gaussian, unit_vector
-from .biasfree import rank_one_init, symmetrize
-from .conservation import rank_one_breaking, rank_one_direction, track_rank_one
+from ._common import Progress, progress_callback, symmetric_gaussian, unit_vector
+from ..nets.biasfree import rank_one_init, symmetrize
+from ..nets.conservation import rank_one_breaking, rank_one_direction, track_rank_one
 from .result import ExperimentResult
 
 __all__ = ["rank_one"]

@@ -9,7 +9,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .biasfree import whiten
+from ..nets.biasfree import whiten
 
 #: A progress hook: wraps an iterable (e.g. ``tqdm``), or None for none.
 Progress = Callable[[Iterable], Iterable]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_xy
+from ._net_checks import as_xy
 from .biasfree import is_symmetric
 from .orthogonal_data import max_abs_cosine
 

@@ -35,8 +35,8 @@ import numbers
 
 import numpy as np
 
-from ..._core.checks import positive
-from ...activations import parse_activation
+from ...._core.checks import positive
+from ....activations import parse_activation
 
 __all__ = [
     "time_rescaling",

@@ -9,8 +9,8 @@ import numbers
 
 import numpy as np
 
-from ..._core.checks import as_int, positive
-from ._checks import as_array
+from ...._core.checks import as_int, positive
+from ._net_checks import as_array
 
 __all__ = ["max_abs_cosine", "orthogonalize", "xor_data", "feature_alignment"]
 

@@ -40,8 +40,8 @@ import dataclasses
 
 import numpy as np
 
-from ...activations import parse_activation
-from ._checks import as_weights, as_xy
+from ....activations import parse_activation
+from ._net_checks import as_weights, as_xy
 from .biasfree import network_apply
 from .training import TrainResult, train_network
 
