@@ -1,7 +1,9 @@
-"""cond_vs_depth --save-spectra: every kernel's eigenvalues, from the eigendecomposition the
-record already needs, kept across a kill and a resume (digits only)."""
+"""``ntkcond.runs.cond_vs_depth`` and its script: --save-spectra (every kernel's eigenvalues,
+from the eigendecomposition the record already needs, kept across a kill and a resume; digits
+only), finite and infinite widths overlaid, and the grouping of work items into calls."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -114,3 +116,49 @@ def test_killed_run_resumes_with_every_spectrum(full_run, tmp_path, monkeypatch)
     # --overwrite discards the old spectra with the old records
     assert script.main(ARGV[:-1] + ["--out", str(cut), "--overwrite"]) == 0
     assert not (cut / "spectra.npz").exists() and os.listdir(cut / "spectra") == []
+
+
+def test_script_overlays_finite_and_infinite_widths(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    rc = load_script("cond_vs_depth").main(["--dataset", "gaussian", "--n", "32", "--dim", "8", "--batch", "32",
+                             "--depths", "0-2", "--width", "inf", "64", "--seeds", "2",
+                             "--max-batches", "1", "--out", out, "--no-progress"])
+    assert rc == 0
+    with open(os.path.join(out, "records.jsonl")) as fh:
+        recs = [json.loads(line) for line in fh]
+    # 3 depths x 2 activations x (infinite + 2 seeds at width 64)
+    assert len(recs) == 18
+    assert {(r["width"], r["seed"]) for r in recs} == {("inf", None), (64, 0), (64, 1)}
+    assert os.path.getsize(os.path.join(out, "figure.png")) > 0
+    config = json.load(open(os.path.join(out, "config.json")))
+    assert config["width"] == [64, "inf"] and config["init_seeds"] == [0, 1]
+    table = capsys.readouterr().out
+    assert re.search(r"^ *64 +2 ", table, re.M) and re.search(r"^ *inf +2 ", table, re.M)
+
+
+def test_script_rejects_bad_width():
+    with pytest.raises(SystemExit):
+        load_script("cond_vs_depth").main(["--width", "0", "--no-progress"])
+
+
+def test_grid_calls_merge_full_grids_in_record_order():
+    """One iter_finite_batch call per batch and width where the activations × seeds grid is
+    full with the same missing depths (records in the same order); partial (resumed) items
+    and infinite width stay calls of their own."""
+    from ntkcond.runs.cond_vs_depth import grid_calls
+
+    todo = [(0, "relu", "inf", None, [0, 1]), (0, "linear", "inf", None, [0, 1]),
+            (0, "relu", 8, 0, [0, 1]), (0, "relu", 8, 1, [0, 1]),
+            (0, "linear", 8, 0, [0, 1]), (0, "linear", 8, 1, [0, 1]),
+            (1, "relu", 8, 0, [1]), (1, "relu", 8, 1, [0, 1]),
+            (1, "linear", 8, 0, [0, 1]), (1, "linear", 8, 1, [0, 1]),
+            (2, "relu", 8, 0, [0]), (2, "relu", 16, 0, [0])]
+    assert grid_calls(todo) == [
+        (0, "inf", ["relu"], [None], [0, 1]), (0, "inf", ["linear"], [None], [0, 1]),
+        (0, 8, ["relu", "linear"], [0, 1], [0, 1]),
+        (1, 8, ["relu"], [0], [1]), (1, 8, ["relu"], [1], [0, 1]),
+        (1, 8, ["linear"], [0, 1], [0, 1]),
+        (2, 8, ["relu"], [0], [0]), (2, 16, ["relu"], [0], [0])]
+    expanded = [(b, a, w, s, m) for b, w, acts, seeds, m in grid_calls(todo)
+                for a in acts for s in seeds]
+    assert expanded == todo  # the records' order is the items'

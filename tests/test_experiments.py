@@ -1,6 +1,6 @@
-"""The bias-free experiments as library functions (``biasfree_experiments``,
-``independent_experiments``, ``biasfree_figures``). The script's subcommands, which call them,
-are smoke-tested in test_biasfree.py and test_independent.py."""
+"""The bias-free experiments as library functions (``ntkcond.papers.zhang_saxe_latham.experiments``:
+each ``<topic>_runs`` module, and ``figures.plot`` of their results). The script's
+subcommands, which call them, are smoke-tested in test_experiments_run.py."""
 import dataclasses
 
 import matplotlib
@@ -10,8 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from ntkcond.papers.zhang_saxe_latham import experiments as bx  # noqa: E402
-from ntkcond.papers.zhang_saxe_latham import experiments as ix  # noqa: E402
+from ntkcond.papers.zhang_saxe_latham import experiments as ex  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham.experiments import symmetry_runs as sx  # noqa: E402
 from ntkcond.papers.zhang_saxe_latham.figures import plot  # noqa: E402
 
@@ -24,8 +23,8 @@ def test_closed_form_result_is_deterministic_frozen_and_reports_progress():
         seen.extend(items)
         return items
 
-    r = bx.closed_form(lrs=[0.05, 0.025], fast=True, progress=progress)
-    assert isinstance(r, bx.ExperimentResult) and r.name == "closed_form"
+    r = ex.closed_form(lrs=[0.05, 0.025], fast=True, progress=progress)
+    assert isinstance(r, ex.ExperimentResult) and r.name == "closed_form"
     assert seen == [0.0, 0.5, 1.0]  # the fast slopes α, each handed to the progress bar
     # GD vs the exact discrete map u ← u(1 + ηc(s − u))²: the same recursion in another order,
     # ≤ 240 steps of round-off on u ≤ s = 3 (measured ≤ 1.2e-15 of s).
@@ -38,8 +37,8 @@ def test_closed_form_result_is_deterministic_frozen_and_reports_progress():
                  / err[(alpha, 0.025)]["max_rel_err_vs_closed_form"])
         assert 1.8 < ratio < 2.2, (alpha, ratio)
     # Deterministic given the seed: equality compares name and summary (curves are arrays).
-    assert bx.closed_form(lrs=[0.05, 0.025], fast=True) == r
-    assert bx.closed_form(lrs=[0.05, 0.025], fast=True, seed=1) != r
+    assert ex.closed_form(lrs=[0.05, 0.025], fast=True) == r
+    assert ex.closed_form(lrs=[0.05, 0.025], fast=True, seed=1) != r
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.name = "other"
     fig = plot(r)
@@ -48,7 +47,7 @@ def test_closed_form_result_is_deterministic_frozen_and_reports_progress():
 
 
 def test_symmetric_ntk_splits_into_odd_and_even_blocks():
-    r = bx.symmetric_ntk(fast=True)
+    r = ex.symmetric_ntk(fast=True)
     n = r.summary["n"]
     assert n == 40
     rows = {(e["depth"], e["activation"]): e for e in r.summary["results"]}
@@ -73,7 +72,7 @@ def test_symmetric_ntk_splits_into_odd_and_even_blocks():
 
 def test_large_init_reports_every_seed_and_their_spread():
     kw = dict(scales=[0.1, 0.5], lrs=[0.004, 0.6], fast=True)
-    r = ix.large_init(seeds=3, **kw)
+    r = ex.large_init(seeds=3, **kw)
     assert r.summary["seeds"] == [0, 1, 2]
     g = r.summary["grids"]["mirrored"]
     E = np.array([[[np.inf if e is None else e for e in row] for row in s]
@@ -81,11 +80,11 @@ def test_large_init_reports_every_seed_and_their_spread():
     assert E.shape == (3, 2, 2)
     # The base seed's grid is the one-seed grid (the batch runs the same arithmetic, vmapped:
     # round-off, observed ~1e-16 relative).
-    one = ix.large_init(seeds=1, **kw).summary["grids"]["mirrored"]["error_per_seed"][0]
+    one = ex.large_init(seeds=1, **kw).summary["grids"]["mirrored"]["error_per_seed"][0]
     np.testing.assert_allclose(np.array(one, dtype=float)[np.isfinite(E[0])], E[0][np.isfinite(E[0])],
                                rtol=1e-9)
     # Median / min / max / fraction are those of the per-seed errors.
-    assert np.array(g["collapse_fraction"]).tolist() == (E < ix.COLLAPSE_OK).mean(axis=0).tolist()
+    assert np.array(g["collapse_fraction"]).tolist() == (E < ex.COLLAPSE_OK).mean(axis=0).tolist()
     assert g["error_min"][0] == pytest.approx(E[:, 0].min(axis=0).tolist(), rel=1e-15, abs=0)
     assert g["error_median"][0] == pytest.approx(np.median(E[:, 0], axis=0).tolist(), rel=1e-15, abs=0)
     # Small init, small lr: every seed collapses (E ~ 1e-3, an O(lr) gap); scale 0.5 at lr 0.6
@@ -100,7 +99,7 @@ def test_large_init_reports_every_seed_and_their_spread():
 
 
 def test_orthogonal_generic_init_two_sign_group_curves_over_draws():
-    r = ix.orthogonal(sizes=[2], fast=True, seeds=3)
+    r = ex.orthogonal(sizes=[2], fast=True, seeds=3)
     g = r.summary["generic"]
     assert g["seeds"] == [0, 1, 2] and [e["n"] for e in g["results"]] == [4, 8]
     for e in g["results"]:
@@ -120,7 +119,7 @@ def test_orthogonal_generic_init_two_sign_group_curves_over_draws():
 
 
 def test_xor_time_to_fit_against_alpha_over_draws():
-    r = ix.xor(fast=True, seeds=3)
+    r = ex.xor(fast=True, seeds=3)
     out, lr = r.summary, r.summary["lr"]
     assert out["seeds"] == [0, 1, 2]
     for name in ("d=2", "d=10 embedded"):
@@ -173,7 +172,7 @@ def test_plateau_fit_recovers_a_planted_exponent_with_seed_prefactors():
 
 
 def test_symmetry_breaking_over_seeds_reports_every_plateau_and_the_fit():
-    r = bx.symmetry_breaking(dys=[0.2, 0.1], seeds=2, fast=True)
+    r = ex.symmetry_breaking(dys=[0.2, 0.1], seeds=2, fast=True)
     out = r.summary
     assert out["seeds"] == [0, 1] and out["data"].startswith("whitened")
     assert [len(e["per_seed"]) for e in out["results"]] == [2, 2]
@@ -188,7 +187,7 @@ def test_symmetry_breaking_over_seeds_reports_every_plateau_and_the_fit():
 
 
 def test_deep_reports_the_minimum_stable_rank_along_training():
-    r = bx.deep(layers=3)
+    r = ex.deep(layers=3)
     for name, net in r.summary["nets"].items():
         t, ranks = r.curves[name]
         for layer, per_snapshot in enumerate(ranks):
@@ -200,23 +199,23 @@ def test_deep_reports_the_minimum_stable_rank_along_training():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: bx.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
-    (lambda: bx.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
-    (lambda: bx.equivalence(dataset="mnist"), r"equivalence: expected dataset 'gaussian' or 'digits'"),
-    (lambda: bx.closed_form(lrs=[]), r"closed_form: expected positive numbers for lrs"),
-    (lambda: bx.symmetry_breaking(dys=[0.1, -0.1]), r"symmetry_breaking: expected positive numbers for dys"),
-    (lambda: bx.symmetry_breaking(perturbation="odd"), r"symmetry_breaking: expected perturbation"),
-    (lambda: bx.symmetry_breaking(seeds=0), r"symmetry_breaking: expected seeds as a whole number >= 1"),
-    (lambda: bx.deep(layers=1), r"deep: expected layers >= 2"),
-    (lambda: ix.orthogonal(sizes=[0]), r"orthogonal: expected data sizes in 1..64"),
-    (lambda: ix.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),
-    (lambda: ix.orthogonal(data="mnist"), r"orthogonal: expected data 'basis' or 'digits'"),
-    (lambda: ix.orthogonal(sizes=[2], seeds=-1), r"orthogonal: expected seeds as a whole number"),
-    (lambda: ix.xor(seeds=True), r"xor: expected seeds as a whole number >= 1, got True"),
-    (lambda: ix.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
-    (lambda: ix.large_init(seeds=0), r"large_init: expected seeds as a whole number >= 1, got 0"),
-    (lambda: ix.large_init(seeds=2.0), r"large_init: expected seeds as a whole number >= 1"),
-    (lambda: plot(bx.ExperimentResult("nope", {}, {})), r"plot: expected one of"),
+    (lambda: ex.equivalence(lr=-1.0), r"equivalence: expected positive numbers for lr"),
+    (lambda: ex.equivalence(time=float("nan")), r"equivalence: expected positive numbers for time"),
+    (lambda: ex.equivalence(dataset="mnist"), r"equivalence: expected dataset 'gaussian' or 'digits'"),
+    (lambda: ex.closed_form(lrs=[]), r"closed_form: expected positive numbers for lrs"),
+    (lambda: ex.symmetry_breaking(dys=[0.1, -0.1]), r"symmetry_breaking: expected positive numbers for dys"),
+    (lambda: ex.symmetry_breaking(perturbation="odd"), r"symmetry_breaking: expected perturbation"),
+    (lambda: ex.symmetry_breaking(seeds=0), r"symmetry_breaking: expected seeds as a whole number >= 1"),
+    (lambda: ex.deep(layers=1), r"deep: expected layers >= 2"),
+    (lambda: ex.orthogonal(sizes=[0]), r"orthogonal: expected data sizes in 1..64"),
+    (lambda: ex.orthogonal(sizes=[65], data="digits"), r"orthogonal: expected data sizes in 1..64"),
+    (lambda: ex.orthogonal(data="mnist"), r"orthogonal: expected data 'basis' or 'digits'"),
+    (lambda: ex.orthogonal(sizes=[2], seeds=-1), r"orthogonal: expected seeds as a whole number"),
+    (lambda: ex.xor(seeds=True), r"xor: expected seeds as a whole number >= 1, got True"),
+    (lambda: ex.large_init(scales=[0.1], lrs=[0.0]), r"large_init: expected positive numbers for lrs"),
+    (lambda: ex.large_init(seeds=0), r"large_init: expected seeds as a whole number >= 1, got 0"),
+    (lambda: ex.large_init(seeds=2.0), r"large_init: expected seeds as a whole number >= 1"),
+    (lambda: plot(ex.ExperimentResult("nope", {}, {})), r"plot: expected one of"),
 ])
 def test_bad_input_names_the_function(call, message):
     with pytest.raises(ValueError, match=message):

@@ -1,9 +1,5 @@
-"""Finite widths in the cond-vs-depth experiment: measure_finite_batch and the script."""
-import importlib.util
-import json
-import os
-import re
-
+"""Records of one batch (``ntkcond.runs.depth``): ``measure_finite_batch`` against the structured
+kernel and against the reference path of one net at a time."""
 import numpy as np
 import pytest
 
@@ -12,15 +8,6 @@ pytest.importorskip("jax")
 import ntkcond  # noqa: E402
 from ntkcond._core.x64 import x64  # noqa: E402
 from ntkcond.runs.depth import RECORD_KEYS, measure_finite_batch  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("cond_vs_depth", os.path.join(ROOT, "scripts", "cond_vs_depth.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_measure_finite_batch_records_are_the_structured_kernel():
@@ -45,29 +32,6 @@ def test_measure_finite_batch_records_are_the_structured_kernel():
     assert np.isclose(recs[1]["min_grad_angle_deg"], np.degrees(angle), rtol=1e-10)
     assert recs[1]["min_grad_angle_pair"] == [int(index[i]), int(index[j])]
     assert not recs[1]["precision_limited"]
-
-
-def test_script_overlays_finite_and_infinite_widths(tmp_path, capsys):
-    out = str(tmp_path / "run")
-    rc = load_script().main(["--dataset", "gaussian", "--n", "32", "--dim", "8", "--batch", "32",
-                             "--depths", "0-2", "--width", "inf", "64", "--seeds", "2",
-                             "--max-batches", "1", "--out", out, "--no-progress"])
-    assert rc == 0
-    with open(os.path.join(out, "records.jsonl")) as fh:
-        recs = [json.loads(line) for line in fh]
-    # 3 depths x 2 activations x (infinite + 2 seeds at width 64)
-    assert len(recs) == 18
-    assert {(r["width"], r["seed"]) for r in recs} == {("inf", None), (64, 0), (64, 1)}
-    assert os.path.getsize(os.path.join(out, "figure.png")) > 0
-    config = json.load(open(os.path.join(out, "config.json")))
-    assert config["width"] == [64, "inf"] and config["init_seeds"] == [0, 1]
-    table = capsys.readouterr().out
-    assert re.search(r"^ *64 +2 ", table, re.M) and re.search(r"^ *inf +2 ", table, re.M)
-
-
-def test_script_rejects_bad_width():
-    with pytest.raises(SystemExit):
-        load_script().main(["--width", "0", "--no-progress"])
 
 
 def reference_records(x, index, *, depths, activations, width, seeds, trainable="all"):
@@ -124,27 +88,3 @@ def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, tr
                 else:
                     assert a[key] == value, key
     assert (nets.draws, nets.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times
-
-
-def test_grid_calls_merge_full_grids_in_record_order():
-    """One iter_finite_batch call per batch and width where the activations × seeds grid is
-    full with the same missing depths (records in the same order); partial (resumed) items
-    and infinite width stay calls of their own."""
-    from ntkcond.runs.cond_vs_depth import grid_calls
-
-    todo = [(0, "relu", "inf", None, [0, 1]), (0, "linear", "inf", None, [0, 1]),
-            (0, "relu", 8, 0, [0, 1]), (0, "relu", 8, 1, [0, 1]),
-            (0, "linear", 8, 0, [0, 1]), (0, "linear", 8, 1, [0, 1]),
-            (1, "relu", 8, 0, [1]), (1, "relu", 8, 1, [0, 1]),
-            (1, "linear", 8, 0, [0, 1]), (1, "linear", 8, 1, [0, 1]),
-            (2, "relu", 8, 0, [0]), (2, "relu", 16, 0, [0])]
-    assert grid_calls(todo) == [
-        (0, "inf", ["relu"], [None], [0, 1]), (0, "inf", ["linear"], [None], [0, 1]),
-        (0, 8, ["relu", "linear"], [0, 1], [0, 1]),
-        (1, 8, ["relu"], [0], [1]), (1, 8, ["relu"], [1], [0, 1]),
-        (1, 8, ["linear"], [0, 1], [0, 1]),
-        (2, 8, ["relu"], [0], [0]), (2, 16, ["relu"], [0], [0])]
-    expanded = [(b, a, w, s, m) for b, w, acts, seeds, m in grid_calls(todo)
-                for a in acts for s in seeds]
-    assert expanded == todo  # the records' order is the items'
-
