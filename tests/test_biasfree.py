@@ -1,4 +1,5 @@
-"""Tests of ntkcond.biasfree and ntkcond.saxe against exact answers (arXiv 2406.12615)."""
+"""Tests of ntkcond.papers.zhang_saxe_latham.nets.biasfree (and its use of nets.saxe) against
+exact answers (arXiv 2406.12615)."""
 from __future__ import annotations
 
 import os

@@ -1,6 +1,6 @@
 """``ntkcond.lambda_min_upper_bound`` (spectrum/interlacing.py, eq. (3)): the closest-pair interlacing bound
 λ_min(K) ≤ min_{i<j} λ₋(i, j), and the record fields ``runs.depth.spectrum_record`` derives from
-it. (A file of its own beside test_spectrum.py, which another branch edits.)"""
+it."""
 import mpmath
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""Tests of ntkcond.saxe: the closed form, its ODE, the discrete map and its regimes."""
+"""Tests of ntkcond.papers.zhang_saxe_latham.nets.saxe: the closed form, its ODE, the discrete map
+and its regimes."""
 from __future__ import annotations
 
 import numpy as np

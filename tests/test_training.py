@@ -1,4 +1,5 @@
-"""Tests of ntkcond.training: gradient descent against iterations written out in numpy."""
+"""Tests of ntkcond.papers.zhang_saxe_latham.nets.training: gradient descent against iterations
+written out in numpy, and RK4 gradient flow against the closed form."""
 from __future__ import annotations
 
 import numpy as np
@@ -57,7 +58,7 @@ def test_float64_is_scoped():
 
 
 def test_rk4_method_follows_the_gradient_flow_closed_form():
-    # Aligned mirrored start on whitened data: u(t) is the Saxe sigmoid (ntkcond.saxe eq. (2)).
+    # Aligned mirrored start on whitened data: u(t) is the Saxe sigmoid (nets.saxe eq. (2)).
     x0 = bf.whiten(np.random.default_rng(1).standard_normal((12, 3)))
     v = np.eye(3)[1]
     s, u0 = 2.0, 1e-2

@@ -1,5 +1,5 @@
 """Claims checked analytically: the exact recursion's expansions and limits (4, 5, 7) and
-exact spectra of infinite-width NTKs (8, 9, 10). See ``ntkcond.claims``."""
+exact spectra of infinite-width NTKs (8, 9, 10). See ``ntkcond.papers.liu_hui.report``."""
 from __future__ import annotations
 
 import numpy as np

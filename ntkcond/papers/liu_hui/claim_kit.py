@@ -1,6 +1,7 @@
 """What every Liu & Hui claim check shares: the ``Formulas`` under test, the ``Claim`` record,
-figure saving, and the real image batches. Public names of a private module (``report``,
-``analytic`` and ``finite`` import them; users see them through ``ntkcond.papers.liu_hui``).
+figure saving, and the real image batches (``report``, ``analytic_claims``, ``finite_claims``
+and ``prop41`` import them; users see ``Claim`` and ``Formulas`` through
+``ntkcond.papers.liu_hui``).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Figures of the bias-free experiments (``biasfree_experiments``, ``independent_experiments``):
+"""Figures of the bias-free experiments (``experiments``):
 ``plot(result)`` returns the matplotlib figure of any ``ExperimentResult``. matplotlib is
 imported on first use (with the Agg backend unless one is already chosen).
 """

@@ -1,5 +1,5 @@
-"""Pieces the Zhang–Saxe–Latham experiments share (``experiments``,
-``independent_experiments``): progress hooks, list validation, symmetric whitened data and
+"""Pieces the Zhang–Saxe–Latham experiments share (the ``<topic>_runs``
+modules of ``experiments``): progress hooks, list validation, symmetric whitened data and
 random teacher directions. Public names of a private module.
 
 Also the leaky slopes ``ALPHAS`` the experiments sweep and the ``spread`` of a number over draws."""

@@ -1,5 +1,5 @@
 """The experiments in which a bias-free (leaky-)ReLU net behaves as a linear net (Zhang, Saxe &
-Latham, arXiv 2406.12615), items 1, 2, 3 and 5 of ``experiments``: ``expressivity`` (the odd
+Latham, arXiv 2406.12615), items 1, 2, 3 and 5 of the package docstring: ``expressivity`` (the odd
 part of a two-layer net is linear), ``equivalence`` (step for step the linear net with
 t → c·t), ``closed_form`` (Saxe's mode strength with t → c·t) and ``deep`` (deep nets also
 learn rank-one weights). Each returns an ``ExperimentResult``.

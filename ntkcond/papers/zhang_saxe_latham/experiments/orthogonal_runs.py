@@ -58,7 +58,7 @@ def orthogonal(*, sizes=None, data: str = "basis", seeds=None, fast: bool = Fals
                seed: int = 0, progress: Progress | None = None) -> ExperimentResult:
     """A ReLU net trained on n orthogonal points (``sizes``, default 2, 4, 8, 16; fast: 2, 4,
     8; plus 4 points in 2 groups) against Σ_G of independent Saxe curves, eq. (2) of
-    ``independent``: max |L − L_pred| / L(0) for gradient flow (O(lr): halving lr halves it)
+    ``nets.independent_nets``: max |L − L_pred| / L(0) for gradient flow (O(lr): halving lr halves it)
     and for the exact discrete map (round-off), and the predicted vs measured plateau ends.
     ``data``: "basis" (scaled basis vectors) or "digits" (orthogonalised images, n ≤ 64).
 

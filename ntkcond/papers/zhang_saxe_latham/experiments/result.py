@@ -14,7 +14,7 @@ class ExperimentResult:
     """What one experiment measured.
 
     Attributes:
-      name: the experiment ("equivalence", "closed_form", ...); ``biasfree_figures.plot`` keys
+      name: the experiment ("equivalence", "closed_form", ...); ``figures.plot`` keys
         its figure on it.
       summary: JSON-ready dict of the settings and measured numbers (``summary_<name>.json``).
       curves: the arrays and training runs its figure is drawn from (not JSON).

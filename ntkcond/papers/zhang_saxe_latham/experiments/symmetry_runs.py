@@ -1,5 +1,5 @@
 """The experiments on the odd and even parts of a net on symmetric data (Zhang, Saxe & Latham,
-arXiv 2406.12615), items 4 and 6 of ``experiments``: ``symmetry_breaking`` (an even part of
+arXiv 2406.12615), items 4 and 6 of the package docstring: ``symmetry_breaking`` (an even part of
 the target is learned only after a plateau ∝ (1/Δy)^p, p fitted over seeds) and
 ``symmetric_ntk`` (the NTK on x ∪ −x splits into odd and even blocks). Each returns an
 ``ExperimentResult``.

@@ -35,7 +35,7 @@ def xor(*, seeds=None, fast: bool = False, seed: int = 0,
 
     From ``pair_init`` (d = 2, and embedded in d = 10; each draw its own unit scales and
     embedding) the run is compared with Σ of independent linear nets of the even part, eq. (3)
-    of ``independent`` (``pair_nets``: rate ∝ 1−α; flow and exact discrete map) and its
+    of ``nets.independent_nets`` (``pair_nets``: rate ∝ 1−α; flow and exact discrete map) and its
     predicted time to fit. From a generic small init (``gaussian_init`` width 20, std 1e-2;
     also noisy d = 10 with 5 copies) there is no closed form: the time to fit is reported with
     (1−α)·t_fit(α)/t_fit(0), which the (1−α) rate makes ≈ 1 (plus a log correction: the even

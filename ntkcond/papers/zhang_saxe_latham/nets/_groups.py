@@ -1,7 +1,7 @@
 """Validators the independent-nets modules share (``independent_inits``, ``independent_nets``,
 ``silent_phase``; Zhang, Saxe & Latham, arXiv 2406.12615): pairwise orthogonal inputs, a
 partition of the points into groups, each group's geometry (ρ_G, Y_G, β̂_G, ŷ_G of
-``independent``) and the first half of symmetric pair data. Public names of a private module.
+``independent_nets``) and the first half of symmetric pair data. Public names of a private module.
 """
 from __future__ import annotations
 

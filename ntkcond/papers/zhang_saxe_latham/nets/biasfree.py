@@ -40,10 +40,10 @@ logistic loss softplus(−y f)), and a *mirrored* two-layer net: hidden units in
 So gradient descent on the leaky-ReLU net at rate η is, step for step, gradient descent on the
 linear net at rate cη started from √c·W(0): identical in exact arithmetic for every η (not only
 in the gradient-flow limit), and equal to float64 round-off in practice. In gradient flow this
-is time rescaled by c = (1+α)/2 (``ntkcond.saxe``). The only exception is a pre-activation that
+is time rescaled by c = (1+α)/2 (``saxe``). The only exception is a pre-activation that
 is exactly 0 (σ'(0) := α here), which has probability 0 for continuous data.
 ``linear_equivalence`` runs both nets and reports the deviation. Training itself (plain
-full-batch gradient descent in float64 JAX) lives in ``ntkcond.training``.
+full-batch gradient descent in float64 JAX) lives in ``ntkcond.papers.zhang_saxe_latham.nets.training``.
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ __all__ = [
     "first_layer_ntk",
 ]
 
-# TrainResult, train_network and train_two_layer (ntkcond.training) are importable from here too.
+# TrainResult, train_network and train_two_layer (nets.training) are importable from here too.
 
 
 # ----------------------------------------------------------------------------- expressivity
@@ -241,7 +241,7 @@ def aligned_init(u, v, *, u0: float, activation="relu", pairs: int = 1, seed: in
 
     Pair i: V_i = b_i vᵀ, A_i = b_i u (unit u, v), Σ b_i² = u₀ / (2c), random signs and sizes.
     Under whitened data and a teacher s·u vᵀ this is the Saxe et al. (2014) decoupled start:
-    the mode strength follows ``ntkcond.saxe`` eq. (2) exactly in gradient flow.
+    the mode strength follows ``saxe`` eq. (2) exactly in gradient flow.
 
     Returns:
       (W1 (2m, d), W2 (k, 2m)).

@@ -2,11 +2,11 @@
 and large learning rate (Zhang, Saxe & Latham, arXiv 2406.12615, appendix experiments).
 
 On symmetric data with a mirrored init the leaky-ReLU net at rate η from W₀/√c is, step for
-step, the linear net at rate cη from W₀, c = (1+α)/2 (``ntkcond.biasfree``, exact for every
+step, the linear net at rate cη from W₀, c = (1+α)/2 (``ntkcond.papers.zhang_saxe_latham.nets.biasfree``, exact for every
 init scale). So the ReLU curves L_α(t) plotted against c·t are gradient-descent runs of *one*
 linear net at the rates cη, c ∈ [½, 1]: they coincide in the gradient-flow limit, differ by
 O(η) discretisation, and part ways once η is large enough for some of those rates to overshoot
-(the multiplier 1 − 2ηcs of ``ntkcond.saxe``, shifted to smaller η by a large init whose
+(the multiplier 1 − 2ηcs of ``saxe``, shifted to smaller η by a large init whose
 weights make the loss sharper). Without the mirrored init the equivalence itself is only
 approximate. ``slope_collapse`` measures the collapse error
 

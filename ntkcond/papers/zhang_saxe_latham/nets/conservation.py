@@ -149,7 +149,7 @@ def track_rank_one(x, y, W1, W2, *, activation="relu", lr: float, steps: int,
                    snapshot_every: int | None = None, method: str = "gd") -> RankOneTrace:
     """Train (GD, or RK4 gradient flow with ``method="rk4"``) and trace the rank-one deviation.
 
-    Args: as ``ntkcond.train_network``; W1 (h, d), W2 (k, h).
+    Args: as ``train_network``; W1 (h, d), W2 (k, h).
     """
     r = train_network(x, y, [W1, W2], activation=activation, lr=lr, steps=steps,
                       snapshot_every=snapshot_every, method=method)

@@ -1,5 +1,5 @@
 """The aligned initialisations under which a bias-free ReLU net is exactly a set of independent
-linear nets (Zhang, Saxe & Latham, arXiv 2406.12615; derivation in ``independent``):
+linear nets (Zhang, Saxe & Latham, arXiv 2406.12615; derivation in ``independent_nets``):
 ``orthogonal_init`` (one net per group of pairwise orthogonal points) and ``pair_init``
 (even-mirrored unit pairs for symmetric data with even targets, e.g. XOR).
 """
@@ -61,7 +61,7 @@ def pair_init(x, y, *, groups=None, pairs: int = 2, scale: float, seed: int = 0)
 
     For group G of first-half directions: ``pairs`` unit pairs with w = b β̂_G, a = b ŷ_G,
     b = scale·|N(0, 1)|; w has no component on the other groups' directions (the docstring
-    of ``independent``: exactly 0 is harmless there because the errors are even).
+    of ``independent_nets``: exactly 0 is harmless there because the errors are even).
 
     Args:
       x: (n, d) symmetric inputs (x[n/2:] = −x[:n/2]) whose first half is pairwise orthogonal.

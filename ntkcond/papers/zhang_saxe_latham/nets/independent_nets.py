@@ -28,7 +28,7 @@ target, m_G = ⟨f_G, y_G⟩/‖y_G‖ (‖·‖ over the group's n_G × k block
     dm/dt = 2 r_G m (Y_G − m),  m(t) = Y_G / (1 + (Y_G/m₀ − 1) e^{−2 r_G Y_G t}),          (1)
     r_G = ρ_G / n,  Y_G = ‖y_G‖,   L(t) = Σ_G (1/2n) (Y_G − m_G(t))²,                       (2)
 
-the Saxe sigmoid of ``ntkcond.saxe`` with s = Y_G, u₀ = m₀ and c = r_G, in output units; the
+the Saxe sigmoid of ``ntkcond.papers.zhang_saxe_latham.nets.saxe`` with s = Y_G, u₀ = m₀ and c = r_G, in output units; the
 gradient-descent sequence is exactly that module's discrete map with the same (s, u₀, c). The
 plateau of group G ends at its own time t_G = log((Y_G/m₀ − 1)/(1/f − 1)) / (2 r_G Y_G)
 (``saxe_learning_time``): groups with larger norm or target are learned first, so the loss
@@ -37,7 +37,7 @@ points couple through the a_i and the decomposition is no longer exact (only ReL
 
 **Symmetric pairs with even targets; XOR.** Take inputs ±v_G with v_G pairwise orthogonal and
 even targets y(−v) = y(v) (XOR: v ∈ {e₁+e₂, e₁−e₂}, y = x₁x₂ ∈ {+1, −1}). By the expressivity
-identity f(x) + f(−x) = (1−α) W₂|W₁x| (``ntkcond.biasfree``) a two-layer net fits an even
+identity f(x) + f(−x) = (1−α) W₂|W₁x| (``biasfree``) a two-layer net fits an even
 target only through its even part ((1−α)/2)·W₂|W₁x|. Start from *even-mirrored* units, pairs
 (w, a) and (−w, a) (``pair_init``): then f(x) = (1−α) Σ_pairs a|w·x| is even, errors are even,
 and the gradients of the two units of a pair mirror each other, so the structure is kept. With
@@ -77,7 +77,7 @@ is the half-time of the Saxe curve,
 at the half-time, rather than early, weighs the slower subset units as they stand when the group
 is learned (matching at m^lin = 0.1·Y_G instead overestimates m₀ and doubles to triples the
 error). ``sign_group_nets`` returns this prediction; it is an approximation (the masked
-units of a group are not exactly one Saxe net), measured in ``independent_experiments``.
+units of a group are not exactly one Saxe net), measured in ``experiments.orthogonal_runs``.
 
 Functions that assume orthogonality raise ``ValueError`` reporting the largest off-diagonal
 |cos| (``max_abs_cosine``) when it exceeds their tolerance.

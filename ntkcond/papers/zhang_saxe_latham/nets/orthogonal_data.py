@@ -1,4 +1,4 @@
-"""Orthogonal and XOR data for the independent-nets picture of ``independent`` (Zhang, Saxe &
+"""Orthogonal and XOR data for the independent-nets picture of ``independent_nets`` (Zhang, Saxe &
 Latham, arXiv 2406.12615): ``max_abs_cosine`` (how far the inputs are from pairwise
 orthogonal), ``orthogonalize`` (the nearest pairwise orthogonal rows), ``xor_data``, and
 ``feature_alignment`` of learned first-layer rows with the data directions.

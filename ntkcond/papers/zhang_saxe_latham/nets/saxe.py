@@ -14,10 +14,10 @@ u(t) = uᵀ M(t) v, M = c·W₂W₁, obeys
 
 (Saxe et al. 2014 for c = 1; arXiv 2406.12615 for c = (1+α)/2; equation numbers of the
 papers are not quoted here). Derivation: with mirrored pairs V_i = b_i vᵀ, A_i = b_i u, the
-gradients of ``ntkcond.biasfree`` (ii) on whitened data give τ db_i/dt = c·b_i (s − u) and
+gradients of ``ntkcond.papers.zhang_saxe_latham.nets.biasfree`` (ii) on whitened data give τ db_i/dt = c·b_i (s − u) and
 u = 2c Σ_i b_i², hence (1), whose solution is (2). For a linear
 net c = 1; for a bias-free leaky-ReLU net with slope α under the mirrored initialisation of
-``ntkcond.biasfree`` the same holds with c = (1 + α)/2 (``ntkcond.biasfree`` docstring). The
+``ntkcond.papers.zhang_saxe_latham.nets.biasfree`` the same holds with c = (1 + α)/2 (``biasfree`` docstring). The
 loss is L(t) = ½ (s − u(t))² (the whitened Gram matrix makes it exactly the mode's error).
 
 Gradient descent at learning rate η is the exact discrete map (each aligned unit's scale b

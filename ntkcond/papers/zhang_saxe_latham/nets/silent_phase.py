@@ -1,5 +1,5 @@
 """The silent phase of a ReLU net from a generic small init on pairwise orthogonal inputs (Zhang,
-Saxe & Latham, arXiv 2406.12615; eq. (4) of ``independent``): ``silent_phase_outputs`` solves
+Saxe & Latham, arXiv 2406.12615; eq. (4) of ``independent_nets``): ``silent_phase_outputs`` solves
 the gradient flow linearised about f = 0 in closed form, unit by unit, and ``sign_group_nets``
 turns it into the prediction of two independent Saxe nets, one per target sign.
 """

@@ -9,7 +9,7 @@ library), jitted and run with ``jax.lax.scan``; t = step·η is gradient-flow ti
 small η approximates gradient flow. ``method="rk4"`` integrates gradient flow dW/dt = −∂L/∂W
 itself with the classical fourth-order Runge–Kutta scheme at step η (global error O(η⁴)
 instead of gradient descent's O(η)), for checks that need the flow rather than GD. Float64 is switched on only inside these functions
-(``x64``), never globally. Used by ``ntkcond.biasfree`` (Zhang, Saxe & Latham,
+(``x64``), never globally. Used by ``ntkcond.papers.zhang_saxe_latham.nets.biasfree`` (Zhang, Saxe & Latham,
 arXiv 2406.12615) and meant for reuse by later experiments on the same nets.
 """
 from __future__ import annotations
