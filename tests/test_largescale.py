@@ -5,12 +5,11 @@ import pytest
 from ntkcond import conditioning, datasets, infinite_ntk
 from ntkcond import InsufficientMemoryError
 from ntkcond.activations import parse_activation
-from ntkcond.infinite._recursion import gradient_recursion
+from ntkcond.infinite.recursion import PairGeometry, gradient_recursion, recursion
 from ntkcond.scale.conditioning import (
     blockwise_ntk,
     default_sketch,
     exact_conditioning,
-    kernel_recursion,
     matrix_free_conditioning,
 )
 
@@ -24,9 +23,19 @@ def test_blockwise_kernel_equals_dense_kernel(digits):
     x = digits[:150]
     kernels = blockwise_ntk(x, depths=[0, 2, 5], block=40)  # 150 = 3·40 + 30: ragged blocks
     for L, K in kernels.items():
-        # Same formula entry for entry; only the Gram products are blocked (≤ 1e-15 relative).
+        # Same geometry and recursion entry for entry; only the Gram products are blocked
+        # (their rounding: ≤ 1e-15 relative).
         np.testing.assert_allclose(K, infinite_ntk(x, depth=L), rtol=1e-13, atol=1e-15)
         assert np.array_equal(K, K.T)
+
+
+@pytest.mark.parametrize("activation", ["relu", "linear", ("leaky_relu", 0.1)])
+def test_blockwise_kernel_is_infinite_ntk_bit_for_bit(digits, activation):
+    # One tile (n ≤ block): the same Gram product, geometry and recursion as infinite_ntk.
+    x = digits[:300]
+    kernels = blockwise_ntk(x, depths=[1, 3, 10], activation=activation, backend="numpy")
+    for L, K in kernels.items():
+        assert np.array_equal(K, infinite_ntk(x, depth=L, activation=activation))
 
 
 @pytest.mark.parametrize("activation", ["relu", "linear"])
@@ -61,10 +70,11 @@ def test_linear_rank_deficient_prescribed_spectrum():
 
 @pytest.mark.parametrize("activation", ["relu", ("leaky_relu", 0.1), ("leaky_relu", 0.9), "linear"])
 @pytest.mark.parametrize("layers", [None, "last", {0}, {0, 2}])
-def test_kernel_recursion_equals_gradient_recursion(activation, layers):
-    # Both compute T of eq. (2); the kernel-only recursion keeps θ to absolute precision (its
-    # errors enter T through ġ = 1 − βθ and cos θ), so T agrees to a few eps absolute, angles
-    # down to 1e-12 rad and up to π − 1e-12 rad included (3e-15 measured at depth 10).
+def test_kernel_state_equals_angle_state(activation, layers):
+    # Both states of ntkcond.infinite.recursion compute T of eq. (2); the kernel state keeps θ
+    # to absolute precision (its errors enter T through ġ = 1 − βθ and cos θ), so T agrees to
+    # a few eps absolute, angles down to 1e-12 rad and up to π − 1e-12 rad included (3e-15
+    # measured at depth 10).
     rng = np.random.default_rng(0)
     angle = np.concatenate([np.geomspace(1e-12, 0.1, 300), rng.uniform(0, np.pi, 300),
                             np.pi - np.geomspace(1e-12, 0.1, 300), [0.0, np.pi]])
@@ -72,7 +82,11 @@ def test_kernel_recursion_equals_gradient_recursion(activation, layers):
     act = parse_activation(activation)
     ref = {L: T.copy() for L, T, _, _, _ in gradient_recursion(angle, cos, [0, 1, 3, 10], act, layers)}
     kept = angle.copy()
-    for L, T in kernel_recursion(angle, cos, [0, 1, 3, 10], act, layers):
+    refined = np.nonzero((angle < 0.1) | (angle > np.pi - 0.1))
+    near = np.minimum(angle, np.pi - angle)[refined]
+    geometry = PairGeometry(angle, cos, refined=refined, near=near)
+    for L, T, R, Z in recursion(geometry, act, [0, 1, 3, 10], layers):
+        assert R is None and Z is None
         assert np.max(np.abs(T - ref[L])) <= 5e-15 * max(1.0, np.max(np.abs(ref[L])))
     assert np.array_equal(angle, kept)  # inputs untouched without overwrite=True
 
