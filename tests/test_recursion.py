@@ -135,3 +135,16 @@ def test_one_dispatch_yields_kernel_and_angle_terms():
         assert K.shape == angle.shape and np.all(R >= 0) and np.all(Z >= 0)
         # R = |S| − T, Z = |S| + T (gradient_recursion), T the same kernel to a few eps
         np.testing.assert_allclose((Z - R) / 2, K, rtol=0, atol=1e-15)
+
+
+def test_scale_imports_only_public_modules_of_infinite():
+    import ast
+    import pathlib
+
+    root = pathlib.Path(ntkcond.__file__).parent
+    for path in (root / "scale").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and "infinite" in node.module:
+                module = node.module.split("infinite", 1)[1]
+                assert not module.startswith("._"), (path.name, node.module)
+                assert not any(a.name.startswith("_") for a in node.names), (path.name, node.module)
