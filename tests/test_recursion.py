@@ -46,7 +46,7 @@ def test_depth_sweep_kernel_is_infinite_ntk_bit_for_bit(activation):
 
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("data", ["mnist", "gaussian"])
-def test_blockwise_jax_within_2e14_of_max(data, activation):
+def test_blockwise_jax_within_5e14_of_max(data, activation):
     pytest.importorskip("jax")
     x = _mnist300() if data == "mnist" else _gaussian300()
     blocks = ntkcond.blockwise_ntk(x, depths=[1, 3, 10], activation=activation, backend="jax",
@@ -54,9 +54,9 @@ def test_blockwise_jax_within_2e14_of_max(data, activation):
     for L, K in blocks.items():
         ref = ntkcond.infinite_ntk(x, depth=L, activation=activation)
         # The same formula; XLA's Gram product (its dot) differs from OpenBLAS's by ~√d·eps:
-        # 7.6e-15 of max|K| at depth 0 on 300 MNIST images, 1.5e-14 at depth 10 (errors in θ₀
-        # grow with depth); XLA's sqrt/atan2 add little.
-        assert np.max(np.abs(K - ref)) <= 2e-14 * np.max(np.abs(ref))
+        # 7.6e-15 of max|K| at depth 0 on 300 MNIST images, 1.5e-14 at depth 10 with jax 0.5.3
+        # (errors in θ₀ grow with depth); the newest jax's atan2 adds more: 3.1e-14 at depth 10.
+        assert np.max(np.abs(K - ref)) <= 5e-14 * np.max(np.abs(ref))
 
 
 def _mp_angle(a, b):
