@@ -25,6 +25,13 @@ Two routes, chosen per pair:
   d = 3 … 784. Rows are first scaled by powers of two (exact), so any finite nonzero rows, of
   norms 1e-300 or 1e300, give the same angles.
 
+``block_geometry`` is the one implementation of both routes for a block of pairs (whole
+matrices in ``ntkcond.infinite.kernels``, tiles and blocks in ``ntkcond.scale``); it returns
+a ``ntkcond.infinite.recursion.PairGeometry`` that also carries, for the refined pairs, the
+angle from the nearer end, min(θ₀, π − θ₀), exact near π too (atan2(‖r‖, |c|·‖x‖), not
+π − θ₀ rounded), from which the recursion computes near-antipodal entries without
+cancellation.
+
 All angles are in radians.
 """
 from __future__ import annotations

@@ -200,9 +200,13 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
     scale = geometry.scale() if xp is np else None
 
     def emit(L, T):
+        if out is None:
+            return L, (T if scale is None else scale * T)
         if scale is None:
-            return (L, T) if out is None else (L, np.copyto(out[L], T) or out[L])
-        return L, (np.multiply(scale, T, out=out[L]) if out is not None else scale * T)
+            np.copyto(out[L], T)
+        else:
+            np.multiply(scale, T, out=out[L])
+        return L, out[L]
 
     cos0 = geometry.cos
     if act.is_linear:  # angles unchanged, ġ = 1: T = |S ∩ [0, L]|·cos θ₀
