@@ -73,6 +73,7 @@ from ..activations import Activation
 
 __all__ = [
     "PairGeometry",
+    "CHUNK_ENTRIES",
     "SMC_COEFFS",
     "SMC_SERIES_BELOW",
     "angle_from",
@@ -91,6 +92,9 @@ __all__ = [
 SMC_COEFFS = [(-1) ** (k + 1) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 14)]
 
 SMC_SERIES_BELOW = 1.0  # rad; the 13-term series is exact to < 1e-18 relative there
+
+#: Entries per chunk of the kernel state's in-place layer step: its arrays stay in a core's L2.
+CHUNK_ENTRIES = 1 << 15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,22 +237,29 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
     sn = xp.sqrt(u * v)  # sin θ
     first = member(0) or last_only
     T = (c.copy() if xp is np else c) if first else xp.zeros_like(c)
-    g, s = (np.empty_like(c), np.empty_like(c)) if xp is np else (None, None)
+    fix0 = None  # layer 0 at θ₀ = π − δ: (flat indices, ġ(θ₀), cos θ₁), without cancellation
+    if delta is not None:
+        flat = np.ravel_multi_index(at_pi, t.shape) if t.ndim > 1 else at_pi[0]
+        order = np.argsort(flat, kind="stable")
+        fix0 = (flat[order], (w_lin + beta * delta)[order],  # ġ(π − δ) = 1 − βπ + βδ
+                (w_relu * sin_minus_angle_cos(delta) / np.pi - w_lin * np.cos(delta))[order])
     if 0 in depths:
         yield emit(0, T)
-    for k in range(depths[-1]):
+
+    def layer(k, t, c, u, v, sn, T, g, s, fix):
+        """One layer on (views of) the state; returns it (new arrays under jax)."""
         if not last_only:
             g = call(ops.mul, t, -beta, out=g)
             g = call(ops.add, g, 1.0, out=g)
-            if k == 0 and delta is not None:  # ġ(π − δ) = 1 − βπ + βδ = w_lin + βδ
-                g[at_pi] = w_lin + beta * delta
+            if fix is not None:
+                g[fix[0]] = fix[1]
             T = call(ops.mul, T, g, out=T)  # ġ(θ_k)·T
         s = call(ops.mul, t, c, out=s)
         s = call(ops.sub, sn, s, out=s)
         s = call(ops.mul, s, w_relu / np.pi, out=s)  # s = w_relu (sin θ − θ cos θ)/π
         c = call(ops.add, c, s, out=c)  # cos θ' = w_lin cos θ + w_relu κ₁(θ)
-        if k == 0 and delta is not None:  # θ₀ = π − δ: without the cancellation of cos + s
-            c[at_pi] = w_relu * sin_minus_angle_cos(delta) / np.pi - w_lin * np.cos(delta)
+        if fix is not None:
+            c[fix[0]] = fix[2]
         if k + 1 < depths[-1]:  # θ' is needed by a next layer only
             u = call(ops.sub, u, s, out=u)
             u = call(ops.maximum, u, 0.0, out=u)  # 1 − cos θ' ≥ 0 (rounding)
@@ -263,6 +274,33 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
                 T = c
         elif member(k + 1):
             T = call(ops.add, T, c, out=T)
+        return t, c, u, v, sn, T
+
+    if xp is not np:
+        for k in range(depths[-1]):
+            t, c, u, v, sn, T = layer(k, t, c, u, v, sn, T, None, None, None)
+            if k + 1 in depths:
+                yield emit(k + 1, T)
+        return
+    # NumPy: each layer over cache-sized chunks of the (contiguous) state, in place
+    state = [np.ascontiguousarray(a) for a in (t, c, u, v, sn, T)]
+    T = state[5]
+    views = [a.reshape(-1) for a in state]
+    size = views[0].size
+    step = CHUNK_ENTRIES
+    g, s = np.empty(min(size, step)), np.empty(min(size, step))
+    for k in range(depths[-1]):
+        if size <= step:  # one chunk (the tiles of ``ntkcond.scale.tiles``)
+            layer(k, *views, g, s, fix0 if k == 0 else None)
+        else:
+            for a in range(0, size, step):
+                b = min(size, a + step)
+                fix = None
+                if k == 0 and fix0 is not None:
+                    lo, hi = np.searchsorted(fix0[0], [a, b])
+                    if hi > lo:
+                        fix = (fix0[0][lo:hi] - a, fix0[1][lo:hi], fix0[2][lo:hi])
+                layer(k, *(x[a:b] for x in views), g[:b - a], s[:b - a], fix)
         if k + 1 in depths:
             yield emit(k + 1, T)
 
