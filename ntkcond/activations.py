@@ -338,9 +338,11 @@ def _check_callable(fn, name):
     each = call("f(z[i:i+1])", lambda: jax.vmap(lambda t: fn(t.reshape(1)).reshape(-1)[0])(zs_()))
     mat = call("f(z[:, None] * ones(3))", lambda: fn(zs_().reshape(-1, 1) * jnp.ones((1, 3))))
     scale = np.maximum(np.abs(np.nan_to_num(whole)), 1.0)
-    if (whole.shape != grid.shape or mat.shape != (grid.size, 3)
-            or not np.all(np.abs(each - whole) <= 1e-12 * scale)
-            or not np.all(np.abs(mat - whole[:, None]) <= 1e-12 * scale[:, None])):
+    with np.errstate(invalid="ignore"):
+        mismatch = (whole.shape != grid.shape or mat.shape != (grid.size, 3)
+                    or not np.all(np.abs(each - whole) <= 1e-12 * scale)
+                    or not np.all(np.abs(mat - whole[:, None]) <= 1e-12 * scale[:, None]))
+    if mismatch:
         if np.all(np.isfinite(whole)) or whole.shape != grid.shape:
             raise ValueError(
                 f"parse_activation: the callable {name!r} is not elementwise (f of a vector "
