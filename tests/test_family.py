@@ -234,3 +234,23 @@ def _quiet():
             yield
 
     return ctx()
+
+
+@pytest.mark.parametrize("kw", [dict(activation="erf", w_std=1.5, b_std=0.1),
+                                dict(activation="relu", w_std=1.2, b_std=0.2, residual=0.5),
+                                dict(activation="tanh", w_std=1.5, b_std=0.1)])
+def test_scale_engines_run_the_same_recursion(kw):
+    # blockwise_ntk / exact_conditioning / matrix_free_conditioning tile the same
+    # family_state: equal to infinite_ntk to the rounding of the blocked Gram products.
+    x = _synthetic(40, 9, 7)
+    B = ntkcond.blockwise_ntk(x, depths=[1, 3], block=16, **kw)
+    for L in (1, 3):
+        K = ntkcond.infinite_ntk(x, depth=L, **kw)
+        assert np.max(np.abs(B[L] - K)) <= 1e-14 * np.max(K)
+    ev = np.linalg.eigvalsh(ntkcond.infinite_ntk(x, depth=3, **kw))
+    exact = ntkcond.exact_conditioning(x, depths=[3], block=16, **kw)[3]
+    assert exact.kappa_eff == pytest.approx(ev[-1] / ev[0], rel=1e-10, abs=0)
+    mf = ntkcond.matrix_free_conditioning(x, depth=3, block=16, **kw)
+    assert mf.kappa_eff == pytest.approx(ev[-1] / ev[0], rel=1e-8, abs=0)
+    with pytest.raises(ValueError, match="blockwise_ntk: .*backend 'numpy' only"):
+        ntkcond.blockwise_ntk(x, depths=[1], backend="jax", **kw)

@@ -68,6 +68,21 @@ class Net:
     b_std: float = 0.0
     residual: float | None = None
 
+    #: Engines' shortcuts for linear bias-free nets never apply to a general net.
+    is_linear = False
+
+    @property
+    def name(self) -> str:
+        """e.g. ``erf,w_std=1.5,b_std=0.1`` (``residual=β`` appended when set)."""
+        parts = [self.act.name]
+        if self.w_std is not None:
+            parts.append(f"w_std={self.w_std:g}")
+        if self.b_std:
+            parts.append(f"b_std={self.b_std:g}")
+        if self.residual is not None:
+            parts.append(f"residual={self.residual:g}")
+        return ",".join(parts)
+
     def __repr__(self) -> str:
         return (f"Net({self.act.name}, w_std={self.w_std}, b_std={self.b_std}, "
                 f"residual={self.residual})")

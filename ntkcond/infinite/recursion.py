@@ -147,7 +147,8 @@ def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, k
         (only without ``angles``).
       xp: numpy, or jax.numpy under jit (no ``refined`` pairs, no ``out``).
       net: None for the bias-free norm-preserving net; a ``ntkcond.infinite.family.Net``
-        (w_std, b_std, residual, any activation) for the general recursion
+        (w_std, b_std, residual, any activation; also accepted as ``act``, so that engines
+        pass it through unchanged) for the general recursion
         (``ntkcond.infinite.family.family_state``; NumPy only; R, Z are then 1 ∓ cos φ).
 
     Yields:
@@ -155,6 +156,8 @@ def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, k
       ``out=None`` K is a new array; R, Z may be updated in place by the next step.
     """
     depths = sorted(set(depths))
+    if net is None and type(act).__name__ == "Net":  # a general net in the activation's place
+        net = act
     if net is not None:
         from .family import family_state
 
