@@ -241,12 +241,14 @@ def _quiet():
                                 dict(activation="tanh", w_std=1.5, b_std=0.1)])
 def test_scale_engines_run_the_same_recursion(kw):
     # blockwise_ntk / exact_conditioning / matrix_free_conditioning tile the same
-    # family_state: equal to infinite_ntk to the rounding of the blocked Gram products.
+    # family_state: equal to infinite_ntk to the rounding of the blocked Gram products
+    # (tanh: 1e-13, its Mehler series is truncated per tile at 1e-14 of the diagonal).
     x = _synthetic(40, 9, 7)
     B = ntkcond.blockwise_ntk(x, depths=[1, 3], block=16, **kw)
+    tol = 1e-13 if kw["activation"] == "tanh" else 1e-14
     for L in (1, 3):
         K = ntkcond.infinite_ntk(x, depth=L, **kw)
-        assert np.max(np.abs(B[L] - K)) <= 1e-14 * np.max(K)
+        assert np.max(np.abs(B[L] - K)) <= tol * np.max(K)
     ev = np.linalg.eigvalsh(ntkcond.infinite_ntk(x, depth=3, **kw))
     exact = ntkcond.exact_conditioning(x, depths=[3], block=16, **kw)[3]
     assert exact.kappa_eff == pytest.approx(ev[-1] / ev[0], rel=1e-10, abs=0)
