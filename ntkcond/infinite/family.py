@@ -41,51 +41,15 @@ as a column, the columns' as a row), unchecked: the public entry points of
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator
 
 import numpy as np
 
+from ..activations import Net
 from . import duals
 
-__all__ = ["Net", "net_layers", "family_recursion", "gradient_angle_terms", "resolve_net",
-           "check_net", "family_state", "geometry_blocks"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Net:
-    """A network of eqs. (1)–(2): activation, weight and bias stds, residual scale.
-
-    ``w_std=None`` is the norm-preserving bias-free net of ``ntkcond.infinite.kernels``
-    (hidden layers s_w² = c = 2/(1 + α²), read-out 1; leaky family only).
-
-    Attributes:
-      act: parsed activation; w_std: s_w > 0 or None; b_std: s_b ≥ 0; residual: β > 0 or None.
-    """
-
-    act: object
-    w_std: float | None = None
-    b_std: float = 0.0
-    residual: float | None = None
-
-    #: Engines' shortcuts for linear bias-free nets never apply to a general net.
-    is_linear = False
-
-    @property
-    def name(self) -> str:
-        """e.g. ``erf,w_std=1.5,b_std=0.1`` (``residual=β`` appended when set)."""
-        parts = [self.act.name]
-        if self.w_std is not None:
-            parts.append(f"w_std={self.w_std:g}")
-        if self.b_std:
-            parts.append(f"b_std={self.b_std:g}")
-        if self.residual is not None:
-            parts.append(f"residual={self.residual:g}")
-        return ",".join(parts)
-
-    def __repr__(self) -> str:
-        return (f"Net({self.act.name}, w_std={self.w_std}, b_std={self.b_std}, "
-                f"residual={self.residual})")
+__all__ = ["net_layers", "family_recursion", "gradient_angle_terms", "check_net", "family_state",
+           "geometry_blocks"]
 
 
 def net_layers(net: Net):
@@ -185,38 +149,6 @@ def gradient_angle_terms(A, B, C, G):
     """(1 − cos φ, 1 + cos φ) of the NTK block (A, B, C) with Euclidean gap G, eq. (3)."""
     _, um, up, _, _, _ = duals.angle_terms(A, B, C, G)
     return um, up
-
-
-# --- the public entry points' cores (``ntkcond.infinite.kernels`` validates and calls) -------
-
-def resolve_net(activation, w_std, b_std, residual, where: str):
-    """The ``Net`` of a public call, or None for the default bias-free norm-preserving net
-    (``w_std``, ``b_std``, ``residual`` all None or b_std = 0 with a leaky activation), which
-    keeps its own exact route. One clear ValueError/TypeError naming ``where`` otherwise."""
-    from ..activations import parse_activation
-
-    act = parse_activation(activation)
-    vals = {}
-    for name, val, lower, strict in (("w_std", w_std, 0.0, True), ("b_std", b_std, 0.0, False),
-                                     ("residual", residual, 0.0, True)):
-        if val is None:
-            vals[name] = None
-            continue
-        if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, float, np.number)):
-            raise TypeError(f"{where}: expected {name} as a real number, got {val!r}")
-        val = float(val)
-        if not np.isfinite(val) or (val <= lower if strict else val < lower):
-            cmp = ">" if strict else ">="
-            raise ValueError(f"{where}: expected a finite {name} {cmp} 0, got {val!r}")
-        vals[name] = val
-    if vals["w_std"] is None and not act.is_leaky:
-        raise ValueError(
-            f"{where}: activation {act.name!r} is not homogeneous, so there is no "
-            "norm-preserving default; pass w_std (e.g. w_std=1.5) and b_std"
-        )
-    if vals["w_std"] is None and not vals["b_std"] and vals["residual"] is None:
-        return None
-    return Net(act, vals["w_std"], vals["b_std"] or 0.0, vals["residual"])
 
 
 def geometry_blocks(geometry):

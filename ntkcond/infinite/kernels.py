@@ -39,7 +39,8 @@ from ..activations import parse_activation
 from ..spectrum import argmin_upper
 from .recursion import angle_from, recursion
 from .extremes import extreme_pairs, smallest_from_extremes
-from .family import check_net, resolve_net
+from ..activations import resolve_net
+from .family import check_net
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
 __all__ = [

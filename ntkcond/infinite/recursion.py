@@ -69,7 +69,7 @@ import math
 
 import numpy as np
 
-from ..activations import Activation
+from ..activations import Activation, Net
 
 __all__ = [
     "PairGeometry",
@@ -146,7 +146,7 @@ def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, k
       overwrite: the kernel recursion may use ``geometry.angle`` and ``cos`` as its buffers
         (only without ``angles``).
       xp: numpy, or jax.numpy under jit (no ``refined`` pairs, no ``out``).
-      net: None for the bias-free norm-preserving net; a ``ntkcond.infinite.family.Net``
+      net: None for the bias-free norm-preserving net; a ``ntkcond.activations.Net``
         (w_std, b_std, residual, any activation; also accepted as ``act``, so that engines
         pass it through unchanged) for the general recursion
         (``ntkcond.infinite.family.family_state``; NumPy only; R, Z are then 1 ∓ cos φ).
@@ -156,7 +156,7 @@ def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, k
       ``out=None`` K is a new array; R, Z may be updated in place by the next step.
     """
     depths = sorted(set(depths))
-    if net is None and type(act).__name__ == "Net":  # a general net in the activation's place
+    if net is None and isinstance(act, Net):  # a general net in the activation's place
         net = act
     if net is not None:
         from .family import family_state

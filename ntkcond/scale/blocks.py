@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .._core.checks import sweep_layers
-from ..activations import parse_activation
+from ..activations import Net, parse_activation
 from ..infinite.geometry import block_geometry
 from ..infinite.recursion import PairGeometry, angle_from, recursion
 
@@ -25,7 +25,7 @@ class AnglePlan:
     """What to compute per block: the targets (activation, depth) and the recursion settings."""
 
     def __init__(self, depths, activations, trainable, where, family=None):
-        from ..infinite.family import Net, resolve_net
+        from ..activations import Net, resolve_net
 
         acts = []
         for a in activations:
@@ -34,7 +34,7 @@ class AnglePlan:
                 act = resolve_net(act, *family, where) or act
             if act.name not in [b.name for b in acts]:
                 acts.append(act)
-        #: general nets (``ntkcond.infinite.family.Net``) need the rows' norms: ``norms``, ``d``
+        #: general nets (``ntkcond.activations.Net``) need the rows' norms: ``norms``, ``d``
         self.nets = any(isinstance(a, Net) for a in acts)
         self.norms, self.d = None, 1
         if not acts:
@@ -62,7 +62,7 @@ def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan, geometry=None) 
         out[INPUT] = (float(angle.flat[k]), i, j)
     unit = PairGeometry(angle, cos)
     for act in plan.nonlinear:
-        g = geometry if type(act).__name__ == "Net" else unit
+        g = geometry if isinstance(act, Net) else unit
         for L, _, R, Z in recursion(g, act, plan.depths, plan.layers, kernel=False,
                                     angles=True):
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -27,6 +27,7 @@ import numpy as np
 
 from .._core.checks import as_data
 from .._core.memory import check_memory
+from ..activations import Net
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
 from .tiles import Tiles, kernel_tile, prepare, resolve_workers
@@ -93,7 +94,7 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
     """``blockwise_ntk`` with the caller's name in its errors."""
     x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block,
                                                           where, *family)
-    if backend == "jax" and type(act).__name__ == "Net":
+    if backend == "jax" and isinstance(act, Net):
         raise ValueError(f"{where}: w_std/b_std/residual run on backend 'numpy' only, got "
                          "backend 'jax'")
     n = xh.shape[0]

@@ -57,7 +57,7 @@ import dataclasses
 import math
 
 from .._core.checks import as_block, as_data
-from ..activations import parse_activation
+from ..activations import Net, parse_activation
 from ..infinite.extremes import smallest_from_extremes
 from ..infinite.geometry import normalised_rows
 from ._pair_sweeps import pairs_route, recursion_fallback, recursion_route
@@ -239,7 +239,7 @@ def streaming_smallest_angles(
 
         plan.norms, plan.d = norms, d
         for act in plan.nonlinear:
-            check_net(act if type(act).__name__ == "Net" else None, norms, d, max(plan.depths),
+            check_net(act if isinstance(act, Net) else None, norms, d, max(plan.depths),
                       where)
     options = dict(block=block, backend=backend, devices=devices, dtype=dtype, progress=progress,
                    max_row_blocks=max_row_blocks, where=where)
@@ -251,7 +251,7 @@ def streaming_smallest_angles(
         ext, n_devices, seconds, start_row = pairs_route(xh, checkpoint=checkpoint, x=x, **options)
         best, fallback = {INPUT: ext.closest}, []
         for act in plan.nonlinear:
-            if type(act).__name__ == "Net":  # no certificate: the recursion, said in fallback
+            if isinstance(act, Net):  # no certificate: the recursion, said in fallback
                 fallback.extend((act.name, L) for L in plan.depths)
                 continue
             found = smallest_from_extremes(ext, act, plan.depths, trainable)

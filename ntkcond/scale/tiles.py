@@ -128,8 +128,9 @@ def prepare(x, depths, activation, trainable, block, where, w_std=None, b_std=No
             residual=None):
     """Validated inputs of both routes: (x, x̂, ‖x‖, d, activation, depths, layers, block),
     x as float64 (``as_data``). With ``w_std``/``b_std``/``residual`` the activation slot holds
-    the general net (``ntkcond.infinite.family.Net``, passed through to ``recursion``)."""
-    from ..infinite.family import check_net, resolve_net
+    the general net (``ntkcond.activations.Net``, passed through to ``recursion``)."""
+    from ..activations import resolve_net
+    from ..infinite.family import check_net
 
     x = as_data(x, where, "x")
     act = parse_activation(activation)
