@@ -131,7 +131,7 @@ def angle_terms(q1, q2, c, D):
 
 
 def _smc(t):
-    from .recursion import sin_minus_angle_cos
+    from .series import sin_minus_angle_cos
 
     return sin_minus_angle_cos(t)
 
