@@ -66,6 +66,7 @@ that of X).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import time
@@ -73,6 +74,7 @@ import time
 import numpy as np
 
 from .._core.checks import as_block, as_data, as_depth, resolve_trainable
+from .._core.threads import cpu_count, single_threaded_blas
 from ..activations import parse_activation
 from ..infinite.extremes import ExtremeSearch, norm_excess
 from ..infinite.geometry import normalised_rows
@@ -86,7 +88,8 @@ __all__ = ["LambdaMinBound", "ConditionBounds", "lambda_min_lower_bound",
 _U = 2.0**-53
 _EPS = 2.0**-52
 _TINY = 2.0**-1074
-_COLUMN_BLOCK = 1024
+_COLUMN_BLOCK = 2048
+_SUB_ROWS = 64  # 64 × 2048 float64 = 1 MiB: the powers of a sub-block stay in L2
 DEFAULT_ORDER = 1024
 
 
@@ -122,6 +125,31 @@ class _Scan:
     seconds: float
 
 
+def _power_sums(A, r0, c0, grid, recipe, E, weights, acc, acc_lo) -> None:
+    """Add one block's Σ_j w_j A_ij^q (rows) and Σ_i w_i A_ij^q (columns) for every grid point
+    q and the weights w = 1, D, D² to ``acc``, and the same lowered by 2qE·Σw to ``acc_lo``.
+    A: (r, c) bounds c⁺ on |cos θ| of the pairs (r0 + i, c0 + j), 0 where j ≤ i."""
+    r, c = A.shape
+    wr, wc = weights[c0:c0 + c], weights[r0:r0 + r]
+    sum_r, sum_c = wr.sum(axis=0), wc.sum(axis=0)
+    powers = {1: A}
+    for k, q in enumerate(grid):
+        if q == 0:
+            P = (A > 0).astype(np.float64)  # |cos|^0 = 1 on the pairs j > i (A ≥ E > 0 there)
+        elif q == 1:
+            P = A
+        else:
+            a, b = recipe[q]
+            P = np.multiply(powers[a], powers[b])
+            powers[q] = P
+        rs, cs = (P @ wr).T, wc.T @ P  # (3, r), (3, c)
+        acc[:, k, r0:r0 + r] += rs
+        acc[:, k, c0:c0 + c] += cs
+        # (c⁺)^q − 2qE ≤ (c⁻)^q ≤ |cos θ|^q: lower bounds of the weighted sums
+        acc_lo[:, k, r0:r0 + r] += rs[1:] - (2 * q * E) * sum_r[1:, None]
+        acc_lo[:, k, c0:c0 + c] += cs[1:] - (2 * q * E) * sum_c[1:, None]
+
+
 def _scan(xh, D, top, block, x) -> _Scan:
     """One pass over the upper triangle of the Gram matrix in float64 GEMM blocks: the row
     sums of the Hadamard powers on ``exponent_grid(top)`` and the extreme pairs."""
@@ -141,49 +169,45 @@ def _scan(xh, D, top, block, x) -> _Scan:
     for q in grid[2:]:
         a = max(p for p in grid if 0 < p <= q // 2 and (q - p) in grid)
         recipe[q] = (a, q - a)
-    acc = np.zeros((3, G, n))  # Σ_{j≠i} w_j c⁺_ij^q for the weights w = 1, D, D²
-    acc_lo = np.zeros((2, G, n))  # the same lowered by 2qE·Σ w_j, for w = D, D²
     weights = np.stack([np.ones(n), D, D * D], axis=1)  # (n, 3)
-    search = ExtremeSearch(xh, x=x)
-    for r0 in range(0, n, block):
-        r1 = min(n, r0 + block)
-        rows = xh[r0:r1]
-        for c0 in range(r0, n, _COLUMN_BLOCK):
-            c1 = min(n, c0 + _COLUMN_BLOCK)
-            C = rows @ xh[c0:c1].T
-            search.add_block(C, r0, c0)
-            A = np.abs(C, out=C)
-            A += E
-            np.minimum(A, 1.0, out=A)
-            diagonal = c0 < r1
-            if diagonal:  # the block meets the diagonal: keep j > i only
-                A[np.arange(r0, r1)[:, None] >= np.arange(c0, c1)[None, :]] = 0.0
-            wr, wc = weights[c0:c1], weights[r0:r1]
-            sum_r, sum_c = wr.sum(axis=0), wc.sum(axis=0)  # Σ w over the block's columns/rows
-            powers = {1: A}
-            for k, q in enumerate(grid):
-                if q == 0:
-                    if diagonal:
-                        P = (A > 0).astype(np.float64)
-                        rs, cs = P @ wr, P.T @ wc
-                    else:  # |c|^0 = 1 on every pair of the block
-                        rs = np.broadcast_to(sum_r, (r1 - r0, 3))
-                        cs = np.broadcast_to(sum_c, (c1 - c0, 3))
-                else:
-                    if q == 1:
-                        P = A
-                    else:
-                        a, b = recipe[q]
-                        P = np.multiply(powers[a], powers[b])
-                        powers[q] = P
-                    rs, cs = P @ wr, P.T @ wc  # (rows, 3), (cols, 3)
-                acc[:, k, r0:r1] += rs.T
-                acc[:, k, c0:c1] += cs.T
-                # (c⁺)^q − 2qE ≤ (c⁻)^q ≤ |cos θ|^q: lower bounds of the weighted sums
-                acc_lo[:, k, r0:r1] += rs.T[1:] - (2 * q * E) * sum_r[1:, None]
-                acc_lo[:, k, c0:c1] += cs.T[1:] - (2 * q * E) * sum_c[1:, None]
-            del powers
-    ext = search.result()
+    starts = list(range(0, n, block))
+    workers = max(1, min(cpu_count(), len(starts)))
+
+    def work(w):
+        # row blocks w, w + workers, …: interleaved, so the shrinking triangle rows balance
+        acc = np.zeros((3, G, n))  # Σ_{j≠i} w_j c⁺_ij^q for the weights w = 1, D, D²
+        acc_lo = np.zeros((2, G, n))  # lowered by 2qE·Σw: lower bounds, for w = D, D²
+        search = ExtremeSearch(xh, x=x)
+        for r0 in starts[w::workers]:
+            r1 = min(n, r0 + block)
+            rows = xh[r0:r1]
+            for c0 in range(r0, n, _COLUMN_BLOCK):
+                c1 = min(n, c0 + _COLUMN_BLOCK)
+                C = rows @ xh[c0:c1].T  # one large GEMM block
+                search.add_block(C, r0, c0)
+                A = np.abs(C, out=C)
+                A += E
+                np.minimum(A, 1.0, out=A)
+                if c0 < r1:  # the block meets the diagonal: keep j > i only
+                    A[np.arange(r0, r1)[:, None] >= np.arange(c0, c1)[None, :]] = 0.0
+                for s0 in range(0, r1 - r0, _SUB_ROWS):  # powers in cache-sized sub-blocks
+                    s1 = min(r1 - r0, s0 + _SUB_ROWS)
+                    _power_sums(A[s0:s1], r0 + s0, c0, grid, recipe, E, weights, acc, acc_lo)
+        search.flush()
+        return acc, acc_lo, (search.result() if search.close[1] >= 0 else None)
+
+    if workers == 1:
+        parts = [work(0)]
+    else:
+        with single_threaded_blas(), concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(work, range(workers)))
+    acc = sum(p[0] for p in parts)
+    acc_lo = sum(p[1] for p in parts)
+    found = [p[2] for p in parts if p[2] is not None]
+    closest = min(f.closest for f in found)
+    far = min((-f.farthest[0], f.farthest[1], f.farthest[2]) for f in found)
+    farthest = (-far[0], far[1], far[2])
+    screen_min = min(f.screen_min for f in found)
     # outward rounding: powers by squaring (≤ q − 1 roundings), sums of ≤ n terms in BLAS and
     # in the accumulation across blocks; underflowed terms add at most n·2⁻¹⁰⁷⁴·max w
     up = np.array([1 + _gamma(q + 2 * n + 8) for q in grid])[None, :, None]
@@ -193,8 +217,8 @@ def _scan(xh, D, top, block, x) -> _Scan:
     lower = np.maximum(acc_lo * lo - n * _TINY * wmax[1:], 0.0)
     return _Scan(grid=grid, row_sums=upper[0], weighted=upper[1], weighted2=upper[2],
                  weighted_lo=lower[0], weighted2_lo=lower[1],
-                 closest=ext.closest, farthest=ext.farthest,
-                 min_cos=float(ext.screen_min - E), E=E, d_round=d + 8,
+                 closest=closest, farthest=farthest,
+                 min_cos=float(screen_min - E), E=E, d_round=d + 8,
                  seconds=time.perf_counter() - start)
 
 
@@ -321,7 +345,7 @@ def _prepare(x, layers, order, block, act, depth, trainable):
 
 
 def lambda_min_lower_bound(x, *, depth: int, activation="relu", trainable="all",
-                           order: int | None = None, block: int = 128) -> LambdaMinBound:
+                           order: int | None = None, block: int = 512) -> LambdaMinBound:
     """A certified lower bound on λmin of the infinite-width NTK Θ of the rows of x, eq. (2).
 
     Schur + Gershgorin on the power series Θ̃ = Σ a_p G̃^{∘p}, the best split, and the diagonal
@@ -404,7 +428,7 @@ def _linear_bounds(x, layers, start):
 
 
 def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all",
-                            order: int | None = None, block: int = 128) -> ConditionBounds:
+                            order: int | None = None, block: int = 512) -> ConditionBounds:
     """Certified bracket lower ≤ κ ≤ upper of κ = ``conditioning(infinite_ntk(x)).kappa``.
 
     One pass of float64 GEMM blocks over the Gram matrix gives the power-series λmin bound
