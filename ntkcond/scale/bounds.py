@@ -469,22 +469,29 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     by_ones = D_up * (D_up + (A_up @ scan.weighted) * g) * rounding
     by_norms = (D_up * D_up + (A_up @ scan.weighted2) * g * g) * rounding
     lmax_up = float(min(by_ones.max(), by_norms.max()))
-    # λmax ≥ vᵀΘv/vᵀv for v = 1 and v = D: Σ_p a_p (D∘v)ᵀG̃^{∘p}(D∘v)/vᵀv, every term ≥ 0 (PSD),
-    # lowered: the even p (|G̃_ij|^p ≥ |G̃_ij|^{q⁺}), every p where all cosines are ≥ 0
+    # λmax ≥ vᵀΘv/vᵀv for v = 1 and v = D: Σ_p a_p (D∘v)ᵀG̃^{∘p}(D∘v)/vᵀv, every term ≥ 0 (PSD).
+    # Each term is lowered: for even p (or every p where all cosines are ≥ 0) by the lower sums
+    # at q⁺ ≥ p; otherwise (odd p, cosines of both signs, and the tail) by diag − Σ|off| at q⁻
     all_nonneg = scan.min_cos >= 0
     a_lo = series.coefficients
     quotients = []
-    for v_w, lo_sums, vv in ((D_lo, scan.weighted_lo, float(n)),
-                             (D_lo ** 2, scan.weighted2_lo, float(np.sum(D_up * D_up)))):
+    for v_w, lo_sums, up_sums, v_up, vv in (
+            (D_lo, scan.weighted_lo, scan.weighted, D_up, float(n)),
+            (D_lo ** 2, scan.weighted2_lo, scan.weighted2 * g, D_up ** 2, float(np.sum(D_up * D_up)))):
         # v = 1: Σ_i D_i (D_i + Σ_{j≠i} D_j c^p);  v = D: Σ_i D_i² (D_i² + Σ_{j≠i} D_j² c^p)
         diag = float(np.sum(v_w * v_w)) * (1 - _gamma(n + 8))
+        off_abs = [float(v_up @ up_sums[k]) * g * (1 + _gamma(n + 4)) for k in range(len(grid))]
         terms = []
-        for p in range(series.order + 1):
-            if a_lo[p] == 0 or not (p % 2 == 0 or all_nonneg):
+        for p in range(series.order + 2):
+            mass = a_lo[p] if p <= series.order else series.tail_lower
+            if mass == 0:
                 continue
-            k = _grid_index(grid, p, above=True)
-            off = 0.0 if k is None else float(v_w @ lo_sums[k]) / (g * g) * (1 - _gamma(n + 4))
-            terms.append(a_lo[p] * (diag + max(off, 0.0)))
+            if p <= series.order and (p % 2 == 0 or all_nonneg):
+                k = _grid_index(grid, p, above=True)
+                off = 0.0 if k is None else float(v_w @ lo_sums[k]) / (g * g) * (1 - _gamma(n + 4))
+                terms.append(mass * (diag + max(off, 0.0)))
+            else:
+                terms.append(mass * max(diag - off_abs[_grid_index(grid, p, above=False)], 0.0))
         quotients.append(math.fsum(terms) * (1 - _gamma(len(terms) + 4)) / (vv * (1 + _gamma(n + 4))))
     lmax_lo = max(max(quotients), float(np.max(D_lo)) ** 2 * (1 - _gamma(4)))  # ≥ max Θ_ii
     # λmin ≤ Prop 4.1 at the extreme pairs, and ≤ min Θ_ii

@@ -8,6 +8,7 @@ from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
 from ...spectrum import conditioning
 from . import quadrature as Q
+from .quadrature import QUADRATURE_TOL
 from .claim_kit import (
     Claim,
     Formulas,
@@ -212,10 +213,6 @@ def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, seed=7) ->
 # ------------------------------------------------------------------------------------------
 # Claims 8–10: condition numbers
 # ------------------------------------------------------------------------------------------
-
-#: Kernels and angles against the quadrature route (``quadrature``): measured ≤ 2e-15 relative
-#: at L ≤ 10; a 1% error in any closed form is 1e8 times this.
-QUADRATURE_TOL = 1e-10
 
 
 def check_first_layer_only(formulas=Formulas(), fast=True, outdir=None, data_dir=None, seed=8) -> Claim:

@@ -24,6 +24,10 @@ import numpy as np
 
 _PI = math.pi
 
+#: Closed forms against this route (kernels, angles, layer maps): measured ≤ 2e-15 relative at
+#: L ≤ 10; a 1% error in any of them is 1e8 times this.
+QUADRATURE_TOL = 1e-10
+
 
 def _sigma(z, slope):
     return z if z > 0 else slope * z
