@@ -58,6 +58,7 @@ independent 50-digit mpmath Cauchy integral of the closed-form kernel and the su
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -81,7 +82,8 @@ class PowerSeries:
     """Σ_p a_p ρ^p of a normalised kernel of unit-norm inputs (module eqs. (1)–(3)).
 
     Attributes:
-      coefficients: (order + 1,) float64 lower bounds ǎ_p ≤ a_p, all ≥ 0.
+      coefficients: (order + 1,) float64 lower bounds ǎ_p ≤ a_p, all ≥ 0 (read-only: results
+        are cached per (depth, activation, order, trainable)).
       tail: float upper bound on 1 − Σ_{p≤P} ǎ_p ≥ |Θ̃(ρ) − Σ ǎ_p ρ^p| for every |ρ| ≤ 1.
       tail_lower: float lower bound on the true tail Σ_{p>P} a_p (≥ 0).
       relative_error: r, with a_p ≤ ǎ_p(1 + 2r) + 2⁻¹⁰⁷⁴.
@@ -166,6 +168,12 @@ def _series(depth, activation, order, trainable, where, kernel):
     depth = as_depth(depth, where)
     order = as_depth(order, where, "order", maximum=MAX_ORDER)
     layers = resolve_trainable(trainable, depth, where) if kernel == "ntk" else (depth,)
+    return _cached_series(depth, act, order, tuple(layers), kernel)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_series(depth, act, order, layers, kernel):
+    """The series for canonical arguments (the result is immutable: read-only coefficients)."""
     member = set(layers)
     N = order + 1
     a = _LD(act.slope)
@@ -202,6 +210,7 @@ def _series(depth, activation, order, trainable, where, kernel):
     tail = float(np.nextafter(max(tail, 0.0), np.inf))
     upper_total = total * (1 + _LD(2 * rel)) * (1 + _LD(N) * _U) + _LD(N) * _LD(2.0**-1074)
     tail_lower = max(float(np.nextafter(float(1 - upper_total), -np.inf)), 0.0)
+    lowered.setflags(write=False)
     return PowerSeries(coefficients=lowered, tail=tail, tail_lower=tail_lower,
                        relative_error=float(rel), kernel=kernel, depth=depth,
                        activation=act.name, trainable=tuple(layers))
