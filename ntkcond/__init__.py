@@ -51,6 +51,7 @@ from .scale import (
     InsufficientMemoryError as InsufficientMemoryError,
     LambdaMinBound as LambdaMinBound,
     condition_number_bounds as condition_number_bounds,
+    data_separation as data_separation,
     lambda_min_lower_bound as lambda_min_lower_bound,
     MatrixFreeConditioning as MatrixFreeConditioning,
     SmallestAngle as SmallestAngle,
@@ -126,6 +127,7 @@ __all__ = [
     # certified bounds (power series, Gershgorin, Prop 4.1) in GEMM time
     "condition_number_bounds",
     "ConditionBounds",
+    "data_separation",
     "lambda_min_lower_bound",
     "LambdaMinBound",
     # data

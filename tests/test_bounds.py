@@ -131,3 +131,20 @@ def test_bracket_on_512_real_images(name, preset):
     for depth in (1, 3, 10):
         b, c = _check(x, depth)
         assert math.isfinite(b.upper)
+
+
+def test_data_separation_against_all_pairs():
+    from ntkcond import input_angles
+    from ntkcond.scale.bounds import data_separation
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((90, 12))
+    x[7] = -2.5 * x[3] + 1e-6 * rng.standard_normal(12)  # a nearly antipodal pair
+    sep = data_separation(x, block=16)
+    theta = input_angles(x)
+    iu = np.triu_indices(len(x), 1)
+    star = min(theta[iu].min(), np.pi - theta[iu].max())
+    assert sep.antipodal[1:] == (3, 7)
+    assert sep.delta == pytest.approx(2 * np.sin(star / 2), rel=1e-9, abs=0)
+    with pytest.raises(ValueError, match=r"data_separation: expected n >= 2 rows"):
+        data_separation(np.ones((1, 4)))

@@ -13,7 +13,9 @@ from .._core.memory import InsufficientMemoryError as InsufficientMemoryError
 from .bounds import (
     ConditionBounds as ConditionBounds,
     LambdaMinBound as LambdaMinBound,
+    Separation as Separation,
     condition_number_bounds as condition_number_bounds,
+    data_separation as data_separation,
     lambda_min_lower_bound as lambda_min_lower_bound,
 )
 from .conditioning import (
