@@ -47,6 +47,10 @@ power by squaring, the block length for a BLAS sum, d + 4 for D); the bounds are
 by those factors (and by n·2⁻¹⁰⁷⁴ for underflow). The series coefficients are ǎ_p ≤ a_p ≤
 ǎ_p(1 + 2r) (``PowerSeries``). E ≈ (d + 5)u ≈ 9e-14 for MNIST (d = 784).
 
+**Blocks.** Row blocks of ``block`` rows go round-robin to one worker thread per CPU (BLAS at
+one thread each); each GEMM block of block × 2048 is processed in 64-row sub-blocks that stay
+in cache, and the workers' sums and extreme pairs are merged at the end.
+
 **λmin from above** (Liu & Hui, arXiv 2305.08813, Prop. 4.1): Cauchy interlacing on the 2 × 2
 principal submatrices of the closest and the nearest-antipodal pairs (the pairs of largest
 |cos θ|, found in the same GEMM blocks by ``ntkcond.infinite.extremes``), computed exactly with
@@ -351,8 +355,9 @@ def lambda_min_lower_bound(x, *, depth: int, activation="relu", trainable="all",
     Schur + Gershgorin on the power series Θ̃ = Σ a_p G̃^{∘p}, the best split, and the diagonal
     scaling Θ = DΘ̃D (module docstring), from one pass of float64 GEMM blocks over the upper
     triangle of the Gram matrix with every rounding accounted for, eq. (3): the bound holds in
-    exact arithmetic for the float64 data. No n × n array is formed (memory O(block·1024 +
-    n·(d + grid))). Rows need not be normalised. It is positive only when high Hadamard powers
+    exact arithmetic for the float64 data. No n × n array is formed: each worker thread (one
+    per CPU) holds one block × 2048 GEMM block and its (5, grid, n) sums; memory
+    O(workers·(block·2048 + 5·grid·n) + n·d). Rows need not be normalised. It is positive only when high Hadamard powers
     of G̃ become diagonally dominant (no duplicates, and enough series order: the series mass
     beyond ``order`` is credited with R at the largest grid point ≤ order + 1).
 
