@@ -148,3 +148,16 @@ def test_data_separation_against_all_pairs():
     assert sep.delta == pytest.approx(2 * np.sin(star / 2), rel=1e-9, abs=0)
     with pytest.raises(ValueError, match=r"data_separation: expected n >= 2 rows"):
         data_separation(np.ones((1, 4)))
+
+
+@pytest.mark.parametrize("eps", [1e-3, 1e-6])
+def test_near_duplicates_are_bracketed(eps):
+    # one close pair dominates λmin (Prop 4.1 nearly tight); the series bound must stay below
+    x = _digits(80)
+    rng = np.random.default_rng(1)
+    noise = rng.standard_normal(x.shape[1])
+    x = np.vstack([x, x[0] + eps * np.linalg.norm(x[0]) * noise / np.linalg.norm(noise)])
+    for depth in (1, 5):
+        b, c = _check(x, depth)
+        assert b.closest[1:] == (0, 80)
+        assert b.lambda_min_upper <= 1.5 * c.eigenvalues[0]  # the pair bound is nearly attained

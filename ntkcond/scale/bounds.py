@@ -58,9 +58,10 @@ principal submatrices of the closest and the nearest-antipodal pairs (the pairs 
 ``ntkcond.spectrum.lambda_min_upper_bound``; and λmin ≤ min_i D_i².
 
 **κ as measured.** ``conditioning(infinite_ntk(x)).kappa`` is computed from a float64 kernel
-(entries within ε_K = 16(L + 2)·eps relative of Θ: ``infinite_ntk``'s recursion) by ``eigvalsh``
-(backward error ≤ 4n·eps·‖K‖₂), so its eigenvalues lie within δ = (ε_K·√n + 4n·eps)·λmax⁺ of
-the exact ones (Weyl). The bracket is widened by δ, and ``upper`` is ∞ unless
+(entries within ε_K·D_iD_j of Θ_ij, ε_K = 16(L + 2)·eps: ``infinite_ntk``'s recursion, whose
+error is relative to the diagonal scale) by ``eigvalsh`` (backward error ≤ 4n·eps·‖K‖₂), so its
+eigenvalues lie within δ = ε_K·tr Θ + 4n·eps·λmax⁺ of the exact ones (Weyl; ‖E‖₂ ≤ ‖E‖_F ≤
+ε_K Σ_i D_i²). The bracket is widened by δ, and ``upper`` is ∞ unless
 λmin⁻ − δ exceeds ``conditioning``'s cutoff n·eps·(λmax⁺ + δ) (below it, κ may read ∞).
 
 **Linear nets** have Θ = |S|·XXᵀ/d exactly: the bounds come from the eigenvalues of the
@@ -396,7 +397,7 @@ def _kappa_bracket(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, n):
     return lower * (1 - _gamma(4)), upper * (1 + _gamma(4))
 
 
-def _linear_bounds(x, layers, start):
+def _linear_bounds(x, layers, depth, start):
     """Linear nets: Θ = |S|·XXᵀ/d; eigenvalues of the smaller Gram matrix (module docstring)."""
     n, d = x.shape
     scale = len(layers) / d
@@ -406,7 +407,10 @@ def _linear_bounds(x, layers, start):
     lmax = float(lam[-1])
     trace = float(np.einsum("ij,ij->", x, x)) * scale
     delta_gram = _gamma(m + 2) * trace * (1 + _gamma(d + 2)) + 4 * k * _EPS * lmax
-    delta = delta_gram + 4 * n * _EPS * (lmax + delta_gram)
+    # the float kernel of infinite_ntk (entries within 16·(L + 2)·eps of the diagonal scale,
+    # ‖E‖₂ ≤ that · tr Θ) and eigvalsh's backward error, as for the other activations
+    delta = (delta_gram + 16 * (depth + 2) * _EPS * trace * (1 + _gamma(d + 2))
+             + 4 * n * _EPS * (lmax + delta_gram))
     lmax_lo, lmax_up = lmax - delta_gram, lmax + delta_gram
     if n > d:
         lmin_lo, lmin_up = 0.0, 0.0
@@ -456,7 +460,7 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     x, act, depth, layers, order, block = _checked(x, depth, activation, trainable, order, block, where)
     n = x.shape[0]
     if act.is_linear or depth == 0:
-        return _linear_bounds(x, layers, start)
+        return _linear_bounds(x, layers, depth, start)
     series, D, scan, t_series = _prepare(x, layers, order, block, act, depth, trainable)
     grid = scan.grid
     lmin_lo, _, split = _lambda_min_terms(scan, series, D)
@@ -506,7 +510,8 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
                   float(np.min(D_up)) ** 2 * (1 + _gamma(4)))
     t_pairs = time.perf_counter() - t0
     eps_k = 16 * (depth + 2) * _EPS
-    delta = (eps_k * math.sqrt(n) + 4 * n * _EPS) * lmax_up
+    trace = float(np.sum(D_up * D_up)) * (1 + _gamma(n + 4))
+    delta = eps_k * trace + 4 * n * _EPS * lmax_up
     lower, upper = _kappa_bracket(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, n)
     full_rank = math.isfinite(upper)
     lower_eff, upper_eff = (lower, upper) if full_rank else (1.0, math.inf)
