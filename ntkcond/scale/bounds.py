@@ -312,9 +312,10 @@ def _checked(x, depth, activation, trainable, order, block, where):
 
 
 def _lambda_min_terms(scan, series, D):
-    """(λmin(Θ) lower bound, normalised bound, split), eq. (2): per p the best of three
-    Gershgorin forms for λmin(D G̃^{∘p} D) — min D²·(1 − R_p), min_i D_i(D_i − Σ_{j≠i} D_j|G̃_ij|^p)
-    and, for the similar matrix G̃^{∘p}D², min_i (D_i² − Σ_{j≠i} D_j²|G̃_ij|^p)."""
+    """(λmin(Θ) lower bound, normalised bound, split), eq. (2): per p the best of four
+    Gershgorin forms for λmin(D G̃^{∘p} D), i.e. Gershgorin on S⁻¹ D G̃^{∘p} D S for S = D⁻¹, 1, D
+    — min_i D_i²(1 − Σ_{j≠i}|G̃_ij|^p) (and its weaker min D²·(1 − R_p)),
+    min_i D_i(D_i − Σ_{j≠i} D_j|G̃_ij|^p) and min_i (D_i² − Σ_{j≠i} D_j²|G̃_ij|^p)."""
     grid, a = scan.grid, series.coefficients
     g = 1 + _gamma(scan.d_round)
     D_lo = D / g
@@ -322,6 +323,7 @@ def _lambda_min_terms(scan, series, D):
     normalised_q = np.maximum(1.0 - R, 0.0) * (1 - _gamma(4))
     forms = np.stack([
         normalised_q * float(np.min(D_lo)) ** 2,
+        np.min(D_lo * D_lo * (1.0 - scan.row_sums), axis=1) * (1 - _gamma(4)),  # D⁻¹-similar rows
         np.min(D_lo * (D_lo - scan.weighted * g), axis=1),
         np.min(D_lo * D_lo - scan.weighted2 * g * g, axis=1),
     ])
