@@ -131,7 +131,10 @@ def separation_report(out, rows):
              "exact λmin by eigvalsh; δ = min(‖x̂ᵢ − x̂ⱼ‖, ‖x̂ᵢ + x̂ⱼ‖) (Karhadkar, Murray & Montúfar 2024); "
              "series: `lambda_min_lower_bound(...).normalised` (Schur + Gershgorin on the power series, "
              "order 1024); Prop 4.1: `lambda_min_upper_bound`. Produced by "
-             "`python benchmarks/report_bounds.py --part separation` (`bounds_separation.csv`).", "",
+             "`python benchmarks/report_bounds.py --part separation --sizes 128 256 512 1024` "
+             "(`bounds_separation.csv`, all depths 0–10); CIFAR-10 has 1,000 exact test images, so "
+             "n ≤ 512 there. n = 2048 and 4096 (`--sizes`) were beyond a ~10-minute budget on the "
+             "loaded 2-core machine. The rate is fitted over a narrow range of δ (2x).", "",
              "| data | L | rate: log λmin / log δ over n | λmin/δ² (n range) | λmin/δ⁴ | exact / series bound | Prop 4.1 / exact |",
              "|---|---|---|---|---|---|---|"]
     for ax, name in zip(axes[0], names):
