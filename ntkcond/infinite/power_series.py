@@ -166,6 +166,10 @@ def _arc_cosine_compositions(g):
 
 def _series(depth, activation, order, trainable, where, kernel):
     act = parse_activation(activation)
+    if not isinstance(getattr(act, "slope", None), float):
+        # other activation families (erf, GELU, |s|, ...) need their own dual-kernel series
+        raise ValueError(f"{where}: expected an activation of the leaky-ReLU slope family "
+                         f"(relu, leaky, linear), got {act}")
     depth = as_depth(depth, where)
     order = as_depth(order, where, "order", maximum=MAX_ORDER)
     layers = resolve_trainable(trainable, depth, where) if kernel == "ntk" else (depth,)

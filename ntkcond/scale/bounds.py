@@ -461,7 +461,7 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     start = time.perf_counter()
     x, act, depth, layers, order, block = _checked(x, depth, activation, trainable, order, block, where)
     n = x.shape[0]
-    if act.is_linear or depth == 0:
+    if getattr(act, "is_linear", False) or depth == 0:
         return _linear_bounds(x, layers, depth, start)
     series, D, scan, t_series = _prepare(x, layers, order, block, act, depth, trainable)
     grid = scan.grid
