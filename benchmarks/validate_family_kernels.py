@@ -76,6 +76,7 @@ def angle_error(act, sb):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=None)
+    p.add_argument("--acts", nargs="*", default=ACTS, help="activations (default: all eight)")
     args = p.parse_args(argv)
     sets = [("Gaussian", np.random.default_rng(0).standard_normal((3, 20)))]
     from ntkcond import datasets
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
             sets.append((name, datasets.load(path, preset=name).x[[3, 17]]))
     head = ["activation"] + [s for s, _ in sets] + ["residual β=0.5", "angles s_b=0", "angles s_b=0.1"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for act in ACTS:
+    for act in args.acts:
         row = [act]
         for _, x in sets:
             row.append(f"{max(kernel_error(x, act, sw, sb, [0, 1, 3, 10]) for sw, sb in CONFIGS):.1e}")
