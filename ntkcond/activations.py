@@ -209,6 +209,15 @@ class SmoothActivation:
     is_linear = False
 
     @property
+    def slope(self) -> float:
+        """Not defined: raises ValueError for the routes of the leaky family only."""
+        raise ValueError(
+            f"activation {self.name!r} is not of the leaky family (no slope): this route takes "
+            "relu, linear, abs or leaky:<alpha>; the general net (w_std=, b_std=) of "
+            "ntkcond.infinite_ntk and the functions that take w_std covers it"
+        )
+
+    @property
     def scale(self) -> float:
         raise ValueError(
             f"activation {self.name!r} is not homogeneous: no norm-preserving scale exists; "
@@ -255,6 +264,15 @@ class CallableActivation:
 
     is_leaky = False
     is_linear = False
+
+    @property
+    def slope(self) -> float:
+        """Not defined: raises ValueError for the routes of the leaky family only."""
+        raise ValueError(
+            f"activation {self.name!r} is not of the leaky family (no slope): this route takes "
+            "relu, linear, abs or leaky:<alpha>; the general net (w_std=, b_std=) of "
+            "ntkcond.infinite_ntk and the functions that take w_std covers it"
+        )
 
     @property
     def scale(self) -> float:

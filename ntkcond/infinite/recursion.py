@@ -154,6 +154,11 @@ def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, k
     depths = sorted(set(depths))
     if net is None and isinstance(act, Net):  # a general net in the activation's place
         net = act
+    if net is None and not act.is_leaky:
+        raise ValueError(
+            f"activation {act.name!r} is not homogeneous: the bias-free norm-preserving "
+            "recursion covers the leaky family only; pass w_std (and b_std) to the public "
+            "function for the general net")
     if net is not None:
         from .family import family_state
 
