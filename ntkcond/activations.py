@@ -41,6 +41,7 @@ __all__ = [
     "parse_activation",
     "norm_preserving_scale",
     "require_leaky",
+    "parse_unit_slope",
     "Net",
     "resolve_net",
 ]
@@ -455,6 +456,21 @@ def norm_preserving_scale(activation) -> float:
             "the norm-preserving scale exists for the leaky family only"
         )
     return act.scale
+
+
+def parse_unit_slope(activation, where: str = "parse_activation"):
+    """``parse_activation`` restricted to leaky slopes α ∈ [0, 1] (ReLU … linear): the range
+    of the bias-free theory of Zhang, Saxe & Latham (arXiv 2406.12615)."""
+    try:
+        act = parse_activation(activation)
+    except ValueError as err:
+        if "slope in [-1, 1]" not in str(err):
+            raise
+        raise ValueError(f"{where}: expected a leaky-ReLU slope in [0, 1], got "
+                         f"{activation!r}") from None
+    if not act.is_leaky or not 0.0 <= act.slope <= 1.0:
+        raise ValueError(f"{where}: expected a leaky-ReLU slope in [0, 1], got {act.name!r}")
+    return act
 
 
 def require_leaky(act, where: str):
