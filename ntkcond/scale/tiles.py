@@ -141,9 +141,12 @@ class Tiles:
     ``cache_bytes``: tiles kept after their first computation, the first ones in row order
     until their float64 entries (all depths) would exceed it; later ``run`` calls reuse them
     instead of recomputing (same values: ``kernel_tile`` is deterministic). 0: none kept.
+    ``share``: a ``scale.processes.Share``: process p of P keeps the tiles p, p + P, … only
+    (so its workers' sums are those of workers p, p + P, … of one process of P·W workers).
     """
 
-    def __init__(self, xh, norms, d, act, depths, layers, block, workers, cache_bytes: int = 0):
+    def __init__(self, xh, norms, d, act, depths, layers, block, workers, cache_bytes: int = 0,
+                 share=None):
         self.xh, self.norms, self.d, self.act = xh, norms, d, act
         self.depths, self.layers, self.block = list(depths), layers, block
         self.n = xh.shape[0]
@@ -151,6 +154,8 @@ class Tiles:
         n, b = self.n, block
         self.tiles = [(r0, min(n, r0 + b), c0, min(n, c0 + b))
                       for r0 in range(0, n, b) for c0 in range(r0, n, b)]
+        if share is not None:
+            self.tiles = self.tiles[share.index::share.count]
         sizes = np.array([8 * (r1 - r0) * (c1 - c0) * len(self.depths)
                           for r0, r1, c0, c1 in self.tiles], dtype=np.int64)
         self.cached_tiles = int(np.searchsorted(np.cumsum(sizes), max(0, int(cache_bytes)), side="right"))
