@@ -6,7 +6,8 @@ Every script: ``main(argv=None)``; ``parser(prog, doc)`` (defaults shown in ``--
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
 ``parse_width`` and ``positive_int`` (argparse types of ``--width`` and counts);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
-errors, 130 for Ctrl-C, never a traceback.
+errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
+``runs.launcher.add_process_arguments`` where a script has them.
 """
 from __future__ import annotations
 
@@ -148,6 +149,12 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
     """
     args = p.parse_args(argv)
     try:
+        if hasattr(args, "processes"):  # the process flags (``runs.launcher``)
+            from .launcher import start_or_join
+
+            code = start_or_join(prog, args, argv, run)
+            if code is not None:  # this process started the others and waited for them
+                return code
         run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
