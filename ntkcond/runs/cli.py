@@ -148,6 +148,7 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
     exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
     """
     args = p.parse_args(argv)
+    joined = False
     try:
         if hasattr(args, "processes"):  # the process flags (``runs.launcher``)
             from .launcher import start_or_join
@@ -155,21 +156,38 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
             code = start_or_join(prog, args, argv, run)
             if code is not None:  # this process started the others and waited for them
                 return code
+            joined = _joined()
         run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
-        return 130
+        return _failed(130, joined)
     except (ValueError, TypeError) as err:
         message = _one_line(err)
         message = message[len(prog) + 2:] if message.startswith(f"{prog}: ") else message
         print(f"{prog}: error: {message}", file=sys.stderr)
-        return 2
+        return _failed(2, joined)
     except OSError as err:
         where = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
-        return 2
+        return _failed(2, joined)
     return 0
+
+
+def _joined() -> bool:
+    from ..scale.processes import current_share
+
+    return current_share().distributed
+
+
+def _failed(code: int, joined: bool) -> int:
+    """A process of a distributed run that failed leaves at once: a normal exit would wait at
+    JAX's shutdown barrier for processes that wait for it (minutes)."""
+    if joined:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _one_line(err: BaseException) -> str:

@@ -22,12 +22,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from .._core.threads import cpu_count
 
 __all__ = ["add_process_arguments", "environment_processes", "start_or_join"]
 
+_PARENT = "NTKCOND_LAUNCHER_PID"  # set in the processes _start_local starts
 _BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -106,9 +108,18 @@ def _join(args, where) -> None:
     from ..scale.processes import initialize
 
     share = initialize(*where)
+    parent = os.environ.get(_PARENT)
+    if parent is not None and parent.isdigit():  # started by _start_local: die with it
+        threading.Thread(target=_watch_parent, args=(int(parent),), daemon=True).start()
     if not share.is_root:  # the others compute; process 0 reports
         args.no_progress = True
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (for the life of this process)
+
+
+def _watch_parent(pid: int) -> None:
+    while os.getppid() == pid:
+        time.sleep(1.0)
+    os._exit(1)  # the launcher is gone: nobody waits for this process's results
 
 
 def free_port() -> int:
@@ -134,6 +145,7 @@ def _command(entry) -> list[str]:
 def _start_local(prog: str, count: int, argv: list, entry) -> int:
     port = free_port()
     env = dict(os.environ)
+    env[_PARENT] = str(os.getpid())
     threads = str(max(1, cpu_count() // count))
     if not any(v in env for v in _BLAS_VARIABLES[:2]):
         env.update({v: threads for v in _BLAS_VARIABLES})

@@ -167,7 +167,7 @@ class Tiles:
         """``visit(state, r0, r1, c0, c1, {L: K_tile})`` for every tile on the workers, worker
         w taking tiles w, w + W, w + 2W, … (a fixed split, so sums over a worker's tiles come
         out the same on every run); one ``make_state()`` per worker, returned in order."""
-        count = min(self.workers, len(self.tiles))
+        count = max(1, min(self.workers, len(self.tiles)))  # no tiles (a process's share): one
 
         def worker(w):
             state = make_state()
