@@ -42,6 +42,10 @@ def run_checks(x, checks):
         H = rng.standard_normal((len(x), 7))
         D = rng.standard_normal((len(x), 3))
         out["kernel_angle"] = streaming_smallest_kernel_angle([(x, None), (H, D)], block=40)
+    if "angles_default" in checks:  # the issue's own calls, default arguments
+        out["angles_default"] = ntkcond.streaming_smallest_angles(x, depths=range(11), backend="jax")
+    if "kappa_default" in checks:
+        out["kappa_default"] = ntkcond.matrix_free_conditioning(x, depth=3)
     return out
 
 
@@ -51,15 +55,24 @@ ALL = ("pairs_numpy", "pairs_jax", "recursion_numpy", "recursion_jax", "kernel_n
 
 def main(argv):
     coordinator, count, index, data, out_path = argv[:5]
-    checks = argv[5].split(",") if len(argv) > 5 else ALL
+    checks = argv[5].split(",") if len(argv) > 5 else ALL  # "none": the runtime only
     import numpy as np
 
     from ntkcond.scale.processes import initialize
 
-    share = initialize(coordinator, int(count), int(index))
+    try:
+        share = initialize(coordinator, int(count), int(index))
+    except Exception as err:  # noqa: BLE001 (the runtime cannot start here: say why, exit 3)
+        print(f"RUNTIME UNAVAILABLE: {type(err).__name__}: {err}", file=sys.stderr)
+        return 3
     import jax
 
-    x = np.load(data)["x"]
+    if data.endswith(":mnist2000"):  # the first 2,000 MNIST test images, mnist preset
+        import ntkcond
+
+        x = ntkcond.datasets.load(data[: -len(":mnist2000")], preset="mnist").x[:2000]
+    else:
+        x = np.load(data)["x"]
     result = {"share": (share.index, share.count), "device_count": jax.device_count(),
               "local_device_count": jax.local_device_count(), "results": run_checks(x, checks)}
     with open(out_path, "wb") as f:

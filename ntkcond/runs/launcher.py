@@ -131,12 +131,12 @@ def free_port() -> int:
 
 def _command(entry) -> list[str]:
     """How to run ``entry``'s script again: ``-m module`` inside the package, else its file."""
-    module = sys.modules[entry.__module__]
-    name = module.__name__
+    module = sys.modules.get(entry.__module__)
+    name = entry.__module__
     if name == "__main__" and getattr(module, "__spec__", None) is not None:
         name = module.__spec__.name
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    path = os.path.abspath(module.__file__)
+    path = os.path.abspath(entry.__code__.co_filename)
     if name.startswith("ntkcond.") and path.startswith(package + os.sep):
         return [sys.executable, "-m", name]
     return [sys.executable, path]

@@ -1,0 +1,178 @@
+"""ntkcond.scale.processes: the whole-data-set routes across two processes of JAX's
+multi-controller runtime (gloo CPU collectives on 127.0.0.1) against one process.
+
+Two worker processes (``tests/_distributed_worker.py``) run every route once on 300 random
+rows; the results must equal this process's: pairs, angles and kernels bit for bit (the same
+tiles, the same exact rechecks), κ of the exact route bit for bit (the same kernels and
+eigvalsh, BLAS at one thread on both sides), matrix-free κ_eff within 1e-12 relative (the
+products are the same sums; the dense algebra between passes runs at one worker there and
+here). Skipped, with the reason, where the runtime cannot start (no gloo collectives).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from ntkcond.runs.launcher import free_port
+from ntkcond.scale._pair_sweeps import _merge_extreme_states
+from ntkcond.scale.processes import Share, current_share
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+WORKER = os.path.join(HERE, "_distributed_worker.py")
+
+
+def child_env():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def run_workers(tmp_path, data, checks=None, count=2, timeout=240):
+    """Start ``count`` workers on ``data``; their pickled results, or pytest.skip with the
+    reason when the runtime does not start."""
+    port = free_port()
+    procs, outs = [], []
+    for i in range(count):
+        out = tmp_path / f"result{i}.pkl"
+        outs.append(out)
+        cmd = [sys.executable, WORKER, f"127.0.0.1:{port}", str(count), str(i), str(data), str(out)]
+        if checks:
+            cmd.append(",".join(checks))
+        with open(tmp_path / f"log{i}.txt", "wb") as log:  # files: a full pipe never blocks
+            procs.append(subprocess.Popen(cmd, env=child_env(), stdout=log,
+                                          stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + timeout
+    try:  # until all end, one fails (then the others would wait for it) or the time is up
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            if any(p.poll() not in (None, 0) for p in procs):
+                break
+            time.sleep(0.1)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        logs = [(tmp_path / f"log{i}.txt").read_text("utf-8", "replace") for i in range(count)]
+    if any(p.returncode for p in procs):
+        text = "\n".join(logs)
+        if any(p.returncode == 3 for p in procs):  # the worker's "runtime unavailable"
+            reason = [line for line in text.splitlines() if "RUNTIME UNAVAILABLE" in line]
+            pytest.skip(f"JAX's multi-controller runtime did not start here ({reason[0]})")
+        raise AssertionError(f"workers failed:\n{text[-4000:]}")
+    return [pickle.loads(o.read_bytes()) for o in outs]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 20))
+    x[5] = 2.0 * x[3]  # a duplicate direction: a known null vector, angle 0 exactly
+    path = tmp_path_factory.mktemp("distributed") / "x.npz"
+    np.savez(path, x=x)
+    return x, path
+
+
+@pytest.fixture(scope="module")
+def two(data, tmp_path_factory):
+    return run_workers(tmp_path_factory.mktemp("workers"), data[1])
+
+
+@pytest.fixture(scope="module")
+def one(data):
+    sys.path.insert(0, HERE)
+    try:
+        from _distributed_worker import ALL, run_checks
+    finally:
+        sys.path.remove(HERE)
+    from ntkcond._core.threads import single_threaded_blas
+
+    with single_threaded_blas():
+        return run_checks(data[0], ALL)
+
+
+def test_each_process_sees_both_devices(two):
+    for p, r in enumerate(two):
+        assert r["share"] == (p, 2)
+        assert r["device_count"] == 2 and r["local_device_count"] == 1
+
+
+@pytest.mark.parametrize("key", ["pairs_numpy", "pairs_jax", "recursion_numpy", "recursion_jax"])
+def test_angles_and_pairs_bit_for_bit(two, one, key):
+    for r in two:
+        got, want = r["results"][key], one[key]
+        assert got.results == want.results  # every (activation, depth): angle and pair
+        assert (got.input_angle, got.input_pair) == (want.input_angle, want.input_pair)
+        assert got.devices == 2 and got.fallback == want.fallback
+
+
+@pytest.mark.parametrize("key", ["kernel_numpy", "kernel_jax"])
+def test_blockwise_kernel_bit_for_bit(two, one, key):
+    for r in two:
+        got, want = r["results"][key], one[key]
+        assert sorted(got) == sorted(want)
+        for L in want:
+            np.testing.assert_array_equal(got[L], want[L])
+
+
+def test_exact_conditioning(two, one):
+    for r in two:
+        got, want = r["results"]["exact"], one["exact"]
+        assert sorted(got) == sorted(want)
+        for L in want:  # the same kernel and one-thread eigvalsh: the same κ
+            assert got[L].kappa_eff == pytest.approx(want[L].kappa_eff, rel=1e-13, abs=0)
+            assert got[L].rank == want[L].rank
+
+
+def test_matrix_free_conditioning(two, one):
+    want = one["matrix_free"]
+    got = [r["results"]["matrix_free"] for r in two]
+    assert got[0].kappa_eff == got[1].kappa_eff  # every process: the same result
+    for g in got:
+        assert g.converged and want.converged
+        assert g.kappa_eff == pytest.approx(want.kappa_eff, rel=1e-12, abs=0)
+        assert g.null_dimension == want.null_dimension >= 1
+        assert g.cache_bytes == want.cache_bytes  # the processes' caches together
+
+
+def test_finite_width_kernel_angle(two, one):
+    for r in two:
+        assert r["results"]["kernel_angle"] == one["kernel_angle"]
+
+
+# -- without a runtime ----------------------------------------------------------------------
+
+
+def test_alone_the_share_is_one_process():
+    share = current_share()
+    assert share == Share(0, 1) and not share.distributed and share.is_root
+    assert share.allgather({"a": 1}) == [{"a": 1}]
+    assert share.broadcast(3) == 3
+    part = np.arange(4.0)
+    assert share.sum_in_order(part) is part
+
+
+@pytest.mark.parametrize("lo,hi,step,count", [(0, 10, 3, 2), (5, 5, 2, 3), (0, 7, 1, 4),
+                                              (1024, 2000, 64, 2)])
+def test_span_covers_the_range_once_in_order(lo, hi, step, count):
+    spans = [Share(p, count).span(lo, hi, step) for p in range(count)]
+    assert spans[0][0] == lo and spans[-1][1] == hi
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert a1 == b0 and a0 <= a1
+    for a, b in spans:
+        assert (a - lo) % step == 0 or a == hi
+
+
+def test_merge_extreme_states_takes_extremes_and_lexicographic_minima():
+    a = {"hi": 0.9, "lo": -0.2, "close": [0.1, 3, 7], "far": [-2.0, 1, 2], "margin": 1e-12}
+    b = {"hi": 0.8, "lo": -0.5, "close": [0.1, 2, 9], "far": [-2.5, 4, 5], "margin": 1e-12}
+    m = _merge_extreme_states([a, b])
+    assert m == {"hi": 0.9, "lo": -0.5, "close": [0.1, 2, 9], "far": [-2.5, 4, 5],
+                 "margin": 1e-12}
+    assert _merge_extreme_states([b, a]) == m  # order-free: every process gets the same
