@@ -21,7 +21,7 @@ def runtime(tmp_path_factory):
     """Skip unless two processes can join here (the worker's probe, no checks)."""
     import numpy as np
 
-    from test_processes import run_workers
+    from test_processes import run_workers  # noqa: E402
 
     path = tmp_path_factory.mktemp("probe") / "x.npz"
     np.savez(path, x=np.eye(3))

@@ -1,8 +1,9 @@
 """ntkcond.scale.processes: the whole-data-set routes across two processes of JAX's
 multi-controller runtime (gloo CPU collectives on 127.0.0.1) against one process.
 
-Two worker processes (``tests/_distributed_worker.py``) run every route once on 300 random
-rows; the results must equal this process's: pairs, angles and kernels bit for bit (the same
+Two worker processes (this file run as a script: ``python tests/test_processes.py
+COORDINATOR NUM_PROCESSES PROCESS_ID DATA.npz OUT.pkl [checks]``) run every route once on 300
+random rows; the results must equal this process's: pairs, angles and kernels bit for bit (the same
 tiles, the same exact rechecks), κ of the exact route bit for bit (the same kernels and
 eigvalsh, BLAS at one thread on both sides), matrix-free κ_eff within 1e-12 relative (the
 products are the same sums; the dense algebra between passes runs at one worker there and
@@ -25,7 +26,7 @@ from ntkcond.scale.processes import Share, current_share
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-WORKER = os.path.join(HERE, "_distributed_worker.py")
+WORKER = os.path.abspath(__file__)
 
 
 def child_env():
@@ -86,11 +87,6 @@ def two(data, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def one(data):
-    sys.path.insert(0, HERE)
-    try:
-        from _distributed_worker import ALL, run_checks
-    finally:
-        sys.path.remove(HERE)
     from ntkcond._core.threads import single_threaded_blas
 
     with single_threaded_blas():
@@ -176,3 +172,78 @@ def test_merge_extreme_states_takes_extremes_and_lexicographic_minima():
     assert m == {"hi": 0.9, "lo": -0.5, "close": [0.1, 2, 9], "far": [-2.5, 4, 5],
                  "margin": 1e-12}
     assert _merge_extreme_states([b, a]) == m  # order-free: every process gets the same
+
+
+# -- the worker: one process of the two ------------------------------------------------------
+
+
+def run_checks(x, checks):
+    import numpy as np
+
+    import ntkcond
+    from ntkcond.scale.kernel_angle import streaming_smallest_kernel_angle
+
+    out = {}
+    if "pairs_numpy" in checks:
+        out["pairs_numpy"] = ntkcond.streaming_smallest_angles(x, depths=range(11), backend="numpy", block=64)
+    if "pairs_jax" in checks:
+        out["pairs_jax"] = ntkcond.streaming_smallest_angles(x, depths=range(11), backend="jax", block=64)
+    if "recursion_numpy" in checks:
+        out["recursion_numpy"] = ntkcond.streaming_smallest_angles(
+            x, depths=[0, 3], backend="numpy", block=64, method="recursion", workers=1)
+    if "recursion_jax" in checks:
+        out["recursion_jax"] = ntkcond.streaming_smallest_angles(
+            x, depths=[0, 3], backend="jax", block=64, method="recursion")
+    if "kernel_numpy" in checks:
+        out["kernel_numpy"] = ntkcond.blockwise_ntk(x, depths=[1, 3], block=48, workers=1)
+    if "kernel_jax" in checks:
+        out["kernel_jax"] = ntkcond.blockwise_ntk(x, depths=[1, 3], block=48, backend="jax")
+    if "exact" in checks:
+        out["exact"] = ntkcond.exact_conditioning(x, depths=[1, 2, 3], block=48, workers=1)
+    if "matrix_free" in checks:
+        out["matrix_free"] = ntkcond.matrix_free_conditioning(x, depth=3, block=48, workers=1)
+    if "kernel_angle" in checks:
+        rng = np.random.default_rng(1)
+        H = rng.standard_normal((len(x), 7))
+        D = rng.standard_normal((len(x), 3))
+        out["kernel_angle"] = streaming_smallest_kernel_angle([(x, None), (H, D)], block=40)
+    if "angles_default" in checks:  # the issue's own calls, default arguments
+        out["angles_default"] = ntkcond.streaming_smallest_angles(x, depths=range(11), backend="jax")
+    if "kappa_default" in checks:
+        out["kappa_default"] = ntkcond.matrix_free_conditioning(x, depth=3)
+    return out
+
+
+ALL = ("pairs_numpy", "pairs_jax", "recursion_numpy", "recursion_jax", "kernel_numpy",
+       "kernel_jax", "exact", "matrix_free", "kernel_angle")
+
+
+def worker_main(argv):
+    coordinator, count, index, data, out_path = argv[:5]
+    checks = argv[5].split(",") if len(argv) > 5 else ALL  # "none": the runtime only
+    import numpy as np
+
+    from ntkcond.scale.processes import initialize
+
+    try:
+        share = initialize(coordinator, int(count), int(index))
+    except Exception as err:  # noqa: BLE001 (the runtime cannot start here: say why, exit 3)
+        print(f"RUNTIME UNAVAILABLE: {type(err).__name__}: {err}", file=sys.stderr)
+        return 3
+    import jax
+
+    if data.endswith(":mnist2000"):  # the first 2,000 MNIST test images, mnist preset
+        import ntkcond
+
+        x = ntkcond.datasets.load(data[: -len(":mnist2000")], preset="mnist").x[:2000]
+    else:
+        x = np.load(data)["x"]
+    result = {"share": (share.index, share.count), "device_count": jax.device_count(),
+              "local_device_count": jax.local_device_count(), "results": run_checks(x, checks)}
+    with open(out_path, "wb") as f:
+        pickle.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1:]))

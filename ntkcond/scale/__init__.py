@@ -4,10 +4,10 @@
 ``sharded``: the same blocks on every JAX device; ``streaming``: the smallest gradient angle
 over all pairs without an n × n matrix (its block-row sweeps and checkpoints in the private
 ``_pair_sweeps``); ``kernel_angle``: the same at finite width, from per-layer features;
-``tiles``: the n × n infinite-width NTK in b × b tiles on worker threads; ``processes``: the
-same routes split over the processes of JAX's multi-controller runtime; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
+``tiles``: the n × n infinite-width NTK in b × b tiles on worker threads; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
 eigvalsh); ``matrix_free``: the same κ_eff without storing the kernel (Nyström-preconditioned
-LOBPCG).
+LOBPCG); ``processes``: all of these split over the processes of JAX's multi-controller
+runtime (after ``jax.distributed.initialize``), every process getting the whole result.
 """
 from .._core.memory import InsufficientMemoryError as InsufficientMemoryError
 from .conditioning import (
