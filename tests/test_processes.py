@@ -86,11 +86,11 @@ def two(data, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def one(data):
+def one(data, tmp_path_factory):
     from ntkcond._core.threads import single_threaded_blas
 
     with single_threaded_blas():
-        return run_checks(data[0], ALL)
+        return run_checks(data[0], ALL, str(tmp_path_factory.mktemp("one")))
 
 
 def test_each_process_sees_both_devices(two):
@@ -137,6 +137,14 @@ def test_matrix_free_conditioning(two, one):
         assert g.cache_bytes == want.cache_bytes  # the processes' caches together
 
 
+@pytest.mark.parametrize("method", ["pairs", "recursion"])
+def test_checkpoint_resumes_across_processes(two, one, method):
+    want = one[f"resume_{method}"]
+    assert want[:2] == (0, 2)
+    for r in two:  # both processes resumed from process 0's checkpoint at block row 2
+        assert r["results"][f"resume_{method}"] == want
+
+
 def test_finite_width_kernel_angle(two, one):
     for r in two:
         assert r["results"]["kernel_angle"] == one["kernel_angle"]
@@ -177,7 +185,7 @@ def test_merge_extreme_states_takes_extremes_and_lexicographic_minima():
 # -- the worker: one process of the two ------------------------------------------------------
 
 
-def run_checks(x, checks):
+def run_checks(x, checks, workdir=None):
     import numpy as np
 
     import ntkcond
@@ -207,6 +215,17 @@ def run_checks(x, checks):
         H = rng.standard_normal((len(x), 7))
         D = rng.standard_normal((len(x), 3))
         out["kernel_angle"] = streaming_smallest_kernel_angle([(x, None), (H, D)], block=40)
+    if "resume" in checks:  # a sweep stopped after 2 block rows, then resumed (process 0's file)
+        path = os.path.join(workdir, "checkpoint.json")
+        for method in ("pairs", "recursion"):
+            part = ntkcond.streaming_smallest_angles(x, depths=[2], block=64, method=method,
+                                                     checkpoint=path, max_row_blocks=2)
+            rest = ntkcond.streaming_smallest_angles(x, depths=[2], block=64, method=method,
+                                                     checkpoint=path)
+            out[f"resume_{method}"] = (part.resumed_from_row_block, rest.resumed_from_row_block,
+                                       rest.results)
+            if os.path.exists(path):
+                os.unlink(path)
     if "angles_default" in checks:  # the issue's own calls, default arguments
         out["angles_default"] = ntkcond.streaming_smallest_angles(x, depths=range(11), backend="jax")
     if "kappa_default" in checks:
@@ -215,7 +234,7 @@ def run_checks(x, checks):
 
 
 ALL = ("pairs_numpy", "pairs_jax", "recursion_numpy", "recursion_jax", "kernel_numpy",
-       "kernel_jax", "exact", "matrix_free", "kernel_angle")
+       "kernel_jax", "exact", "matrix_free", "kernel_angle", "resume")
 
 
 def worker_main(argv):
@@ -239,7 +258,8 @@ def worker_main(argv):
     else:
         x = np.load(data)["x"]
     result = {"share": (share.index, share.count), "device_count": jax.device_count(),
-              "local_device_count": jax.local_device_count(), "results": run_checks(x, checks)}
+              "local_device_count": jax.local_device_count(),
+              "results": run_checks(x, checks, os.path.dirname(os.path.abspath(out_path)))}
     with open(out_path, "wb") as f:
         pickle.dump(result, f)
     return 0
