@@ -130,16 +130,36 @@ def free_port() -> int:
 
 
 def _command(entry) -> list[str]:
-    """How to run ``entry``'s script again: ``-m module`` inside the package, else its file."""
+    """How a child runs ``entry``'s script again: this module as ``__main__`` with the
+    module's dotted name (inside the package) or its file, whose ``main(argv)`` it calls."""
     module = sys.modules.get(entry.__module__)
     name = entry.__module__
     if name == "__main__" and getattr(module, "__spec__", None) is not None:
         name = module.__spec__.name
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.path.abspath(entry.__code__.co_filename)
-    if name.startswith("ntkcond.") and path.startswith(package + os.sep):
-        return [sys.executable, "-m", name]
-    return [sys.executable, path]
+    target = name if name.startswith("ntkcond.") and path.startswith(package + os.sep) else path
+    return [sys.executable, "-m", __name__, target]
+
+
+def _child_main(target: str, argv: list) -> int:
+    """A child's entry: import ``target`` (a dotted module name or a .py path) and return its
+    ``main(argv)``."""
+    import importlib
+    import importlib.util
+
+    if target.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(
+            os.path.splitext(os.path.basename(target))[0], target)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    main = getattr(module, "main", None)
+    if main is None:
+        print(f"{__name__}: {target} has no main(argv) to run", file=sys.stderr)
+        return 2
+    return main(argv)
 
 
 def _start_local(prog: str, count: int, argv: list, entry) -> int:
@@ -220,3 +240,7 @@ def _stop(procs, grace: float = 5.0) -> None:
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+if __name__ == "__main__":  # a child of _start_local: python -m ntkcond.runs.launcher TARGET ARGS
+    sys.exit(_child_main(sys.argv[1], sys.argv[2:]))
