@@ -13,7 +13,7 @@ Figure-2 sweep (``runs.cond_vs_depth``: MNIST preset, batch 512, width 512, 5 se
 0-10, ReLU and linear, --fig2-batches batches, dropping a last smaller one). Each job runs in
 a fresh process alone, then in two processes joined over gloo on 127.0.0.1
 (``OPENBLAS_NUM_THREADS=1`` in all), and the results are compared: angles and pairs, and the
-Figure-2 records, bit for bit; κ_eff to 1e-12.
+Figure-2 records, bit for bit; κ_eff to 1e-12 (and ``jax.device_count()`` in each of the two).
 
 The floor of the two-process time is half the one-process time plus the communication:
 T₁/2 + c, with c the time in collectives of the process that waited least (the other's also
@@ -104,8 +104,13 @@ def worker(args) -> int:
             else:
                 result = None
     seconds = time.perf_counter() - t0
+    devices = None
+    if share.distributed:
+        import jax
+
+        devices = jax.device_count()  # all processes' devices
     with open(args.result, "w", encoding="utf-8") as f:
-        json.dump({"seconds": seconds, "collectives": spent[0], "result": result,
+        json.dump({"seconds": seconds, "collectives": spent[0], "result": result, "devices": devices,
                    "n": int(x.shape[0]), "share": [share.index, share.count]}, f)
     return 0
 
@@ -190,8 +195,9 @@ def main(argv=None) -> int:
             t1, t2 = one["seconds"], max(r["seconds"] for r in two)
             c = min(r["collectives"] for r in two)
             floor = t1 / (t1 / 2 + c)
+            counts = ", ".join(str(r["devices"]) for r in two)
             rows.append((job, one["n"], t1, t2, t1 / t2, c, max(r["collectives"] for r in two),
-                         floor, same(job, one, two[0])))
+                         floor, same(job, one, two[0]) + f"; jax.device_count() = {counts}"))
             print(f"{job}: n = {one['n']}, one {t1:.2f} s, two {t2:.2f} s, speed-up {t1 / t2:.2f}x, "
                   f"collectives {c:.2f} s, floor {floor:.2f}x; {rows[-1][-1]}", flush=True)
     load_after = os.getloadavg()

@@ -159,7 +159,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                         try:
                             for rec in records_of(calls[start + share.index]):
                                 mine.append((rec, latest.pop() if save_spectra else None))
-                        except (ValueError, TypeError, OSError) as err:
+                        except Exception as err:  # noqa: BLE001 (raised in every process)
                             error = err
                     parts = share.allgather((mine, error))
                     for _, err in parts:

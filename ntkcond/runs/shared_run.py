@@ -56,7 +56,7 @@ def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
         try:
             run = open_run(out, config, key_fields=key_fields, resume=resume,
                            overwrite=overwrite, where=where)
-        except (ValueError, TypeError, OSError) as err:
+        except Exception as err:  # noqa: BLE001 (raised in every process below)
             error = err
     state = share.broadcast((None if run is None else (run.path, run.config, run.records), error))
     if state[1] is not None:

@@ -119,16 +119,16 @@ class Share:
         return out
 
     def on_root(self, fn):
-        """``fn()`` on process 0 (file reads), its value in every process; an error it raises
-        (ValueError, TypeError, OSError) is raised in every process, so none waits for a
-        collective the others never reach."""
+        """``fn()`` on process 0 (file reads and writes), its value in every process; an
+        error it raises is raised in every process, so none waits for a collective the others
+        never reach."""
         if not self.distributed:
             return fn()
         value = error = None
         if self.is_root:
             try:
                 value = fn()
-            except (ValueError, TypeError, OSError) as err:
+            except Exception as err:  # noqa: BLE001 (re-raised in every process below)
                 error = err
         value, error = self.broadcast((value, error))
         if error is not None:
