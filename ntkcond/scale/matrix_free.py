@@ -141,9 +141,10 @@ class KernelOperator:
     (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
     def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0,
-                 share: Share = Share()):
+                 x=None, share: Share = Share()):
         # across processes (``scale.processes``): this process's tiles; products summed
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, share)
+        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x,
+                           share=share)
         self.share = share
         self.cache_bytes = sum(share.allgather(self.tiles.cache_bytes))  # all processes'
         total = 8 * sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in _all_tiles(xh.shape[0], block))
@@ -285,7 +286,7 @@ def matrix_free_conditioning(
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     if act.is_linear:
@@ -304,7 +305,7 @@ def matrix_free_conditioning(
         cache = max(0, available_memory() // (2 * local_process_count(share))
                     - 8 * n * (3 * rank + 8 * k + 4 * top))
     cache = as_int(cache, "cache", where, 0)
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, share)
+    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x, share)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.
