@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", default=os.path.join(REPO, "..", "shared", "data", "mnist_test.npz"))
-    p.add_argument("--limit", type=int, default=5000, help="first N rows (0: all)")
+    p.add_argument("--limit", type=int, default=0, help="first N rows (0: all)")
     p.add_argument("--augmented-60k", action="store_true", help="the 60,000 × 784 set (docstring)")
     p.add_argument("--jobs", default=",".join(JOBS))
     p.add_argument("--backend", default="numpy", choices=["numpy", "jax"], help="min_angle")
