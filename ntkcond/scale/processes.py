@@ -71,7 +71,8 @@ class Share:
         return min(a, hi), min(b, hi)
 
     def allgather_bytes(self, payload: bytes) -> list[bytes]:
-        """Every process's ``payload``, in process order (one collective, or none alone)."""
+        """Every process's ``payload``, in process order (two collectives: the sizes, then the
+        padded bytes; none alone)."""
         if not self.distributed:
             return [bytes(payload)]
         from jax.experimental import multihost_utils
