@@ -273,3 +273,30 @@ def test_import_ntkcond_loads_no_model_framework():
     code = "import sys, json, ntkcond; print(json.dumps([m for m in ('flax', 'equinox') if m in sys.modules]))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.slow
+def test_models_page_example_prints_what_the_page_says():
+    # docs/models.md: its Flax example runs as printed (a fresh interpreter: it sets jax's
+    # global x64 flag), and its printed numbers match the page's to 1e-3 relative (they are
+    # rounded to 4 digits; κ_eff ~ 1e3–1e6 from float64 kernels is good to ~1e-9).
+    pytest.importorskip("flax.linen")
+    import os
+    import re
+
+    from conftest import REPO
+
+    with open(os.path.join(REPO, "docs", "models.md"), encoding="utf-8") as f:
+        page = f.read()
+    code = re.search(r"## κ_eff of a Flax MLP.*?```python\n(.*?)```", page, re.S).group(1)
+    expected = re.search(r"```python\n.*?```\n.*?```text\n(.*?)```", page[page.index("## κ_eff"):], re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": REPO})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got_lines, want_lines = out.stdout.strip().splitlines(), expected.strip().splitlines()
+    assert got_lines[0] == want_lines[0] and len(got_lines) == len(want_lines)
+    number = r"[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?"
+    for got, want in zip(got_lines[1:-1], want_lines[1:-1]):
+        a, b = (np.array(re.findall(number, s), float) for s in (got, want))
+        assert a.shape == b.shape and np.allclose(a, b, rtol=1e-3, atol=0), (got, want)
+    assert float(re.findall(number, got_lines[-1])[-1]) < 1e-12  # the same kernel two ways
