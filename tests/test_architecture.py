@@ -235,6 +235,7 @@ CROSS_CUTTING = {
     "test_scripts",       # scripts/ and their command-line conventions
     "test_benchmarks",    # benchmarks/ smoke tests
     "test_tolerances",    # every approx in tests/ states its tolerance
+    "test_docs",          # the docs site's generated pages (docs/_mkdocs)
 }
 
 
