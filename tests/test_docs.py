@@ -78,3 +78,18 @@ def test_every_docs_page_and_notebook_is_in_the_nav(gen):
     assert "models.md" in pages
     for page in pages:
         assert page in nav, page
+
+
+def test_strict_build_ignores_plain_text_indices_only():
+    # docs/_mkdocs/hooks.py: "K[i][j]" in a docstring is not a cross-reference; a dotted one is
+    import logging
+
+    hooks = load("hooks")
+    keep = hooks._PlainIndexFilter().filter
+    record = lambda target: logging.LogRecord(
+        "mkdocs.plugins.mkdocs_autorefs", logging.WARNING, __file__, 1,
+        f"mkdocs_autorefs: reference.md: from x.py:3: (ntkcond.f) Could not find cross-reference target '{target}'",
+        None, None)
+    assert not keep(record("j")) and not keep(record("0"))
+    assert keep(record("ntkcond.no_such_name"))
+    assert keep(logging.LogRecord("mkdocs", logging.WARNING, __file__, 1, "Doc file 'a.md' contains a link", None, None))
