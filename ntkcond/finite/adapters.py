@@ -114,7 +114,8 @@ def from_flax(module, variables, **apply_kwargs) -> ModelNet:
         ``use_running_average=True`` for a module with ``nn.BatchNorm``.
 
     Returns:
-      ``ModelNet`` with ``framework="flax.linen"``.
+      ``ntkcond.finite.ModelNet`` (``framework="flax.linen"``): ``.apply_fn(params, x)``,
+      ``.params`` (θ), ``.n_params`` and ``.empirical_ntk(x1, x2=None)``.
 
     Raises:
       TypeError: module not a linen Module; variables not a mapping.
@@ -171,7 +172,8 @@ def from_nnx(model, *, trainable=None) -> ModelNet:
       trainable: an NNX filter of the trainable variables; None → ``nnx.Param``.
 
     Returns:
-      ``ModelNet`` with ``framework="flax.nnx"``.
+      ``ntkcond.finite.ModelNet`` (``framework="flax.nnx"``): ``.apply_fn(params, x)``,
+      ``.params`` (θ), ``.n_params`` and ``.empirical_ntk(x1, x2=None)``.
 
     Raises:
       TypeError: model not an NNX Module.
@@ -220,7 +222,8 @@ def from_equinox(model, state=None, *, trainable=None) -> ModelNet:
         floating array of the model).
 
     Returns:
-      ``ModelNet`` with ``framework="equinox"``.
+      ``ntkcond.finite.ModelNet`` (``framework="equinox"``): ``.apply_fn(params, x)``,
+      ``.params`` (θ), ``.n_params`` and ``.empirical_ntk(x1, x2=None)``.
 
     Raises:
       TypeError: model not an Equinox Module; state not an ``eqx.nn.State``.
