@@ -45,14 +45,11 @@ from .infinite import (
     input_angles as input_angles,
     nngp_power_series as nngp_power_series,
     ntk_power_series as ntk_power_series,
-    PowerSeries as PowerSeries,
     smallest_gradient_angle as smallest_gradient_angle,
 )
 from .optimization import ntk_gd_loss as ntk_gd_loss, steps_to_loss as steps_to_loss
 from .scale import (
-    ConditionBounds as ConditionBounds,
     InsufficientMemoryError as InsufficientMemoryError,
-    LambdaMinBound as LambdaMinBound,
     condition_number_bounds as condition_number_bounds,
     data_separation as data_separation,
     lambda_min_lower_bound as lambda_min_lower_bound,
@@ -101,7 +98,6 @@ __all__ = [
     "smallest_gradient_angle",
     "ntk_power_series",
     "nngp_power_series",
-    "PowerSeries",
     # finite width
     "MLP",
     "mlp",
@@ -132,10 +128,8 @@ __all__ = [
     "device_mesh",
     # certified bounds (power series, Gershgorin, Prop 4.1) in GEMM time
     "condition_number_bounds",
-    "ConditionBounds",
     "data_separation",
     "lambda_min_lower_bound",
-    "LambdaMinBound",
     # data
     "datasets",
 ]
