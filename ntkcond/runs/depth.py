@@ -18,11 +18,11 @@ import time
 
 import numpy as np
 
-from .._core.checks import as_count
+from .._core.checks import as_count, resolve_trainable
 from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
 from ..activations import parse_activation
-from ..infinite.geometry import input_angles, pair_geometry
+from ..infinite.geometry import pair_geometry
 from ..infinite.kernels import sweep_geometry
 from ..spectrum import (
     ScaledKernel,
@@ -138,11 +138,11 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
     if x.shape[0] < 2:
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
-    geometry = pair_geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
+    geometry = pair_geometry(x, None, where)  # shared by every depth and activation
     min_input = math.degrees(argmin_upper(geometry.angle)[0])
     for activation in activations:
         act = parse_activation(activation)
-        for item in sweep_geometry(geometry, depths, act, trainable):
+        for item in sweep_geometry(geometry, depths, act, trainable, where):
             rec = dict(meta)
             rec.update(
                 n=int(x.shape[0]),
@@ -217,8 +217,11 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
         raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
     seeds = [int(s) for s in seeds]
     depths = sorted(set(depths))
+    for L in depths:  # checked here, not in BatchNTK.kernel on a worker thread
+        resolve_trainable(trainable, L, where)
     acts = [parse_activation(a) for a in activations]
-    min_input = math.degrees(argmin_upper(input_angles(x))[0])
+    # input_angles(x), its messages naming this function
+    min_input = math.degrees(argmin_upper(pair_geometry(x, None, where, arrays=7).angle)[0])
     nets = NetWeights() if nets is None else nets
     workers = (blas_threads() if workers is None
                else as_count(workers, "workers", "measure_finite_batch"))
@@ -270,7 +273,7 @@ def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, Sc
     an accelerator: finite (checked there), symmetric only up to rounding, so symmetrised
     (``scale_checked``: one copy, one transpose)."""
     if all(isinstance(w, np.ndarray) for w in params):
-        K = batch.kernel(net, params, trainable)
+        K = batch.kernel(net, params, trainable, where=where)
         return K, scale_trusted(K, where)
     import jax.numpy as jnp
 
