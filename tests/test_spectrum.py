@@ -269,7 +269,7 @@ def test_pairwise_angles_rounding_level_excess_is_zero_angle():
     (lambda: conditioning(np.eye(2), rtol=float("nan")), ValueError,
      r"conditioning: expected rtol >= 0 and finite, got nan"),
     (lambda: effective_condition_number(np.eye(2), atol=-1e-3), ValueError,
-     r"conditioning: expected atol >= 0 and finite, got -0.001"),
+     r"^effective_condition_number: expected atol >= 0 and finite, got -0.001"),
     (lambda: conditioning(np.eye(2), dtype="foo"), TypeError,
      r"conditioning: expected dtype as a floating-point dtype \(float16, bfloat16, float32, "
      r"float64\) or None, got 'foo'"),
