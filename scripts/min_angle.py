@@ -20,6 +20,7 @@ import sys
 
 from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parser, run_main)
+from ntkcond.runs.launcher import add_process_arguments
 from ntkcond.runs.min_angle import format_table, min_angle
 
 PROG = "min_angle"
@@ -41,6 +42,7 @@ def build_parser():
                    help="jax backend only: float32 blocks with highest-precision matmuls")
     p.add_argument("--workers", type=int, default=None, help="numpy: threads (default: CPUs)")
     add_run_arguments(p, PROG)
+    add_process_arguments(p)
     return p
 
 
