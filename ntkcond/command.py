@@ -25,9 +25,9 @@ COMMANDS = {
                   "smallest infinite-width gradient angle over all pairs of a data set"),
     "train-vs-depth": ("ntkcond.runs.train_vs_depth",
                        "gradient-descent steps against depth beside the NTK's prediction"),
-    "check-claims": ("ntkcond.papers.liu_hui.run",
+    "check-claims": ("ntkcond.papers.liu_hui.claims_run",
                      "check the claims of Liu & Hui (arXiv 2305.08813): PASS/FAIL/SKIPPED report"),
-    "biasfree-dynamics": ("ntkcond.papers.zhang_saxe_latham.run",
+    "biasfree-dynamics": ("ntkcond.papers.zhang_saxe_latham.experiments_run",
                           "bias-free ReLU nets as linear nets (Zhang, Saxe & Latham, arXiv 2406.12615)"),
 }
 

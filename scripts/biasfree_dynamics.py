@@ -3,11 +3,11 @@
 
 The command ``ntkcond biasfree-dynamics`` as a script, with the same flags (``--help`` lists them and
 their defaults): ``python scripts/biasfree_dynamics.py --help``. It lives in the package,
-``ntkcond.papers.zhang_saxe_latham.run.main``.
+``ntkcond.papers.zhang_saxe_latham.experiments_run.main``.
 """
 import sys
 
-from ntkcond.papers.zhang_saxe_latham.run import main
+from ntkcond.papers.zhang_saxe_latham.experiments_run import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,11 +3,11 @@
 
 The command ``ntkcond check-claims`` as a script, with the same flags (``--help`` lists them and
 their defaults): ``python scripts/check_claims.py --help``. It lives in the package,
-``ntkcond.papers.liu_hui.run.main``.
+``ntkcond.papers.liu_hui.claims_run.main``.
 """
 import sys
 
-from ntkcond.papers.liu_hui.run import main
+from ntkcond.papers.liu_hui.claims_run import main
 
 if __name__ == "__main__":
     sys.exit(main())
