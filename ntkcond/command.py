@@ -11,6 +11,7 @@ writes the same run directories (``--out`` is relative to the current directory)
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 __all__ = ["COMMANDS", "main"]
@@ -48,8 +49,18 @@ def _usage() -> str:
 
 def main(argv=None) -> int:
     """Run ``ntkcond <command> [flags]`` (``argv`` without the program name; default
-    ``sys.argv[1:]``); the command's exit code."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    ``sys.argv[1:]``); the command's exit code (130 for Ctrl-C, also while it loads)."""
+    try:
+        return _dispatch(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        print("ntkcond: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `ntkcond … | head`: the reader left early; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _dispatch(argv: list) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2

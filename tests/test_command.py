@@ -153,3 +153,13 @@ def test_named_data_set_offline_is_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("ntkcond min-angle: error:")
     assert "no network" in err and "mnist_test.npz" in err and "--data-dir" in err
+
+
+def test_ctrl_c_while_a_command_loads_is_130_and_one_line(monkeypatch, capsys):
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command.importlib, "import_module", interrupted)
+    assert command.main(["cond-vs-depth"]) == 130
+    err = capsys.readouterr().err
+    assert err == "ntkcond: interrupted\n"
