@@ -82,7 +82,7 @@ def build_parser(prog: str | None = None):
 def _run_command(args):
     from tqdm.auto import tqdm
 
-    with tqdm(desc=NAME, unit="check", disable=args.no_progress) as bar:
+    with tqdm(desc=NAME, unit="check", disable=args.no_progress, delay=0.5) as bar:
         claims, md, _ = check_claims(args.out, fast=not args.full, only=args.only,
                                      data_dir=args.data_dir, overwrite=args.overwrite,
                                      progress=lambda name: (bar.set_postfix_str(name), bar.update(1)))
