@@ -276,6 +276,8 @@ def _text_files() -> list:
     files += glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True)
     files += glob.glob(os.path.join(REPO, "notebooks", "*.ipynb"))
     files += glob.glob(os.path.join(REPO, "scripts", "*.py"))
+    files += glob.glob(os.path.join(REPO, "benchmarks", "**", "*.py"), recursive=True)
+    files += glob.glob(os.path.join(REPO, "benchmarks", "**", "*.md"), recursive=True)
     files += list(_modules().values())
     return sorted(files)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from .experiments.collapse_runs import COLLAPSE_OK
-from .nets.orthogonal_data import xor_data
 from .experiments.result import ExperimentResult
-from .nets.saxe import saxe_mode_strength, time_rescaling
 from .experiments.xor_runs import XOR_FIT, XOR_LEARN
+from .nets.orthogonal_data import xor_data
+from .nets.saxe import saxe_mode_strength, time_rescaling
 
 __all__ = ["plot"]
 

@@ -3,11 +3,15 @@ arXiv 2406.12615): ``large_init`` measures the collapse error of the leaky-slope
 t → c·t (``collapse.slope_collapse``) over init scales × learning rates and seeds;
 ``COLLAPSE_OK`` is the error below which they count as collapsed. Returns an
 ``ExperimentResult``.
+
+The theory it measures: ``nets.collapse``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..nets.biasfree import gaussian_init, mirrored_init, symmetrize
+from ..nets.collapse import slope_collapse_batch
 from ._common import (
     ALPHAS,
     Progress,
@@ -17,8 +21,6 @@ from ._common import (
     symmetric_gaussian,
     unit_vector,
 )
-from ..nets.biasfree import gaussian_init, mirrored_init, symmetrize
-from ..nets.collapse import slope_collapse_batch
 from .result import ExperimentResult
 
 __all__ = ["COLLAPSE_OK", "large_init"]

@@ -2,14 +2,16 @@
 2406.12615): ``rank_one`` tracks its deviation (``conservation.track_rank_one``) under RK4
 gradient flow, gradient descent at several rates and planted breaks. Returns an
 ``ExperimentResult``.
+
+The theory it measures: ``nets.conservation``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import Progress, progress_callback, symmetric_gaussian, unit_vector
 from ..nets.biasfree import rank_one_init, symmetrize
 from ..nets.conservation import rank_one_breaking, rank_one_direction, track_rank_one
+from ._common import Progress, progress_callback, symmetric_gaussian, unit_vector
 from .result import ExperimentResult
 
 __all__ = ["rank_one"]

@@ -1,22 +1,16 @@
 """The experiments in which a bias-free (leaky-)ReLU net behaves as a linear net (Zhang, Saxe &
-Latham, arXiv 2406.12615), items 1, 2, 3 and 5 of the package docstring: ``expressivity`` (the odd
-part of a two-layer net is linear), ``equivalence`` (step for step the linear net with
+Latham, arXiv 2406.12615), items 1, 2, 3 and 5 of the package docstring: ``expressivity`` (the
+odd part of a two-layer net is linear), ``equivalence`` (step for step the linear net with
 t → c·t), ``closed_form`` (Saxe's mode strength with t → c·t) and ``deep`` (deep nets also
 learn rank-one weights). Each returns an ``ExperimentResult``.
+
+The theory it measures: ``nets.biasfree`` and ``nets.saxe``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .... import datasets
-from ._common import (
-    ALPHAS,
-    Progress,
-    positive_values,
-    progress_callback,
-    symmetric_gaussian,
-    unit_vector,
-)
 from ..nets.biasfree import (
     aligned_init,
     effective_rank,
@@ -33,7 +27,6 @@ from ..nets.biasfree import (
     two_layer_floor,
     whiten,
 )
-from .result import ExperimentResult
 from ..nets.saxe import (
     discrete_regime,
     saxe_discrete_mode_strength,
@@ -41,6 +34,15 @@ from ..nets.saxe import (
     time_rescaling,
 )
 from ..nets.training import train_network, train_two_layer
+from ._common import (
+    ALPHAS,
+    Progress,
+    positive_values,
+    progress_callback,
+    symmetric_gaussian,
+    unit_vector,
+)
+from .result import ExperimentResult
 
 __all__ = ["expressivity", "equivalence", "closed_form", "deep"]
 

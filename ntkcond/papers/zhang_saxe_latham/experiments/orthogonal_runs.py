@@ -2,6 +2,9 @@
 ``orthogonal`` trains ReLU nets on orthogonal points against independent Saxe nets, one per
 group of points from ``orthogonal_init`` (``orthogonal_nets``) and, from a generic small init,
 one per target sign (``sign_group_nets``). Returns an ``ExperimentResult``.
+
+The theory it measures: ``nets.orthogonal_data``, ``nets.independent_inits``,
+``nets.independent_nets`` and ``nets.silent_phase``.
 """
 from __future__ import annotations
 
@@ -10,14 +13,14 @@ import dataclasses
 import numpy as np
 
 from .... import datasets
-from ._common import Progress, first_below, progress_callback, seed_list, spread
 from ..nets.biasfree import gaussian_init, network_apply
 from ..nets.independent_inits import orthogonal_init
 from ..nets.independent_nets import orthogonal_nets
 from ..nets.orthogonal_data import max_abs_cosine, orthogonalize
-from .result import ExperimentResult
 from ..nets.silent_phase import sign_group_nets
 from ..nets.training import train_network_batch, train_two_layer
+from ._common import Progress, first_below, progress_callback, seed_list, spread
+from .result import ExperimentResult
 
 __all__ = ["orthogonal"]
 

@@ -3,6 +3,8 @@ arXiv 2406.12615), items 4 and 6 of the package docstring: ``symmetry_breaking``
 the target is learned only after a plateau ∝ (1/Δy)^p, p fitted over seeds) and
 ``symmetric_ntk`` (the NTK on x ∪ −x splits into odd and even blocks). Each returns an
 ``ExperimentResult``.
+
+The theory it measures: ``nets.biasfree``.
 """
 from __future__ import annotations
 
@@ -11,6 +13,14 @@ import numpy as np
 from .... import datasets
 from ....infinite.kernels import infinite_ntk, infinite_ntk_layers
 from ....spectrum import conditioning
+from ..nets.biasfree import (
+    first_layer_ntk,
+    gaussian_init,
+    mirrored_init,
+    odd_even_losses,
+    symmetrize,
+)
+from ..nets.training import train_network_batch
 from ._common import (
     Progress,
     first_below,
@@ -19,15 +29,7 @@ from ._common import (
     seed_list,
     symmetric_gaussian,
 )
-from ..nets.biasfree import (
-    first_layer_ntk,
-    gaussian_init,
-    mirrored_init,
-    odd_even_losses,
-    symmetrize,
-)
 from .result import ExperimentResult
-from ..nets.training import train_network_batch
 
 __all__ = ["symmetry_breaking", "symmetric_ntk"]
 

@@ -3,18 +3,21 @@ against the leaky slope α (only the even part ((1−α)/2)·W₂|W₁x| can fit
 ``pair_init`` against independent linear nets of the even part (``pair_nets``) and from a
 generic small init with the feature alignment. ``XOR_FIT`` and ``XOR_LEARN`` are its loss
 levels. Returns an ``ExperimentResult``.
+
+The theory it measures: ``nets.orthogonal_data``, ``nets.independent_inits`` and
+``nets.independent_nets``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import Progress, first_below, progress_callback, seed_list, spread
 from ..nets.biasfree import gaussian_init
 from ..nets.independent_inits import pair_init
 from ..nets.independent_nets import pair_nets
 from ..nets.orthogonal_data import feature_alignment, xor_data
-from .result import ExperimentResult
 from ..nets.training import train_network_batch
+from ._common import Progress, first_below, progress_callback, seed_list, spread
+from .result import ExperimentResult
 
 __all__ = ["XOR_FIT", "XOR_LEARN", "xor"]
 

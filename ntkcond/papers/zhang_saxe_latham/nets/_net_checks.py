@@ -1,5 +1,5 @@
-"""Validators and small helpers shared by the Zhang–Saxe–Latham modules: data (x, y) and weight
-lists of bias-free nets, and the experiments' common pieces. Public names of a private module."""
+"""Validators shared by the modules of ``nets`` (Zhang, Saxe & Latham): arrays, data (x, y) and
+weight lists of bias-free nets. Public names of a private module."""
 from __future__ import annotations
 
 import numpy as np

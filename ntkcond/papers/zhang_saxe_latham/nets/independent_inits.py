@@ -10,8 +10,8 @@ import numbers
 import numpy as np
 
 from ...._core.checks import as_int, positive
-from ._net_checks import as_xy
 from ._groups import as_groups, group_geometry, pair_data, require_orthogonal
+from ._net_checks import as_xy
 
 __all__ = ["orthogonal_init", "pair_init"]
 

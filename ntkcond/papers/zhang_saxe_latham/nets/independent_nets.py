@@ -94,8 +94,8 @@ import dataclasses
 import numpy as np
 
 from ....activations import parse_activation
-from ._net_checks import as_weights, as_xy
 from ._groups import as_groups, group_geometry, pair_data, require_orthogonal
+from ._net_checks import as_weights, as_xy
 from .biasfree import network_apply
 from .saxe import saxe_discrete_mode_strength, saxe_learning_time, saxe_mode_strength
 

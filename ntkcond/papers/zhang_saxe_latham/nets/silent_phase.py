@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._net_checks import as_weights, as_xy
 from ._groups import group_geometry, require_orthogonal
+from ._net_checks import as_weights, as_xy
 from .independent_nets import IndependentNets
 
 __all__ = ["silent_phase_outputs", "sign_group_nets"]
