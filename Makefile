@@ -33,11 +33,14 @@ test-newest-jax:
 # The wheel as a user gets it: built from the checkout (no tests in it), installed alone
 # (--no-deps: the venv provides jax, numpy, ...) into a scratch folder, and run from there,
 # outside the repository, as `python -m ntkcond` and as the `ntkcond` console script.
+# (build/ is emptied first: setuptools would ship stale modules left there by an older build.)
 wheel-check: $(BIN)/python
 	$(PIP) -c constraints.txt -e . 'setuptools>=64' wheel
 	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
 	py="$(abspath $(BIN))/python"; \
-	$$py -m pip wheel -q --no-deps --no-build-isolation -w "$$tmp/dist" . ; \
+	rm -rf build; $$py -m pip wheel -q --no-deps --no-build-isolation -w "$$tmp/dist" . ; \
+	$$py -m zipfile -l "$$tmp"/dist/ntkcond-*.whl > "$$tmp/files.txt"; \
+	if grep -Eq '(^|/)(tests/|test_)' "$$tmp/files.txt"; then echo "wheel-check: the wheel ships tests"; exit 1; fi; \
 	$$py -m pip install -q --no-deps --target "$$tmp/site" "$$tmp"/dist/ntkcond-*.whl; \
 	cd "$$tmp"; export PYTHONPATH="$$tmp/site" OPENBLAS_NUM_THREADS=1; \
 	$$py -c 'import ntkcond, sys; assert ntkcond.__file__.startswith(sys.argv[1]), ntkcond.__file__' "$$tmp/site"; \
