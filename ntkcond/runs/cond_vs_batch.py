@@ -23,7 +23,8 @@ from .._core.io import atomic_savefig
 from ..activations import parse_activation
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
-from .rundir import data_fingerprint, open_run
+from .depth import check_spectrum_fields
+from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 
 __all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch"]
@@ -82,7 +83,7 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
     from tqdm.auto import tqdm
 
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+                  where=where, outputs=OUTPUTS, validate=record_validator(config, n_all)) as run:
         resumed = len(run.records)
         for n in tqdm(sizes, desc=where, unit="size", disable=not progress):
             todo = [a for a in acts if any(run.key({"n": n, "activation": a.name, "depth": L})
@@ -119,6 +120,31 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
                                     depths=depths, metadata=config)
         return BatchSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed)
+
+
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("table.csv", "figure.png")
+
+
+def record_validator(config: dict, n_all: int) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): n one
+    of the sizes, activation and depth of the run, d the data's, the spectrum consistent
+    (``runs.depth.check_spectrum_fields``), and with angles an angle in degrees and a pair of
+    two distinct data-set rows."""
+
+    def validate(rec):
+        check_record_fields(rec, {"n": tuple(config["sizes"]), "d": (config["d"],),
+                                  "activation": tuple(config["activations"]),
+                                  "depth": tuple(config["depths"]), "seconds": "float>=0"})
+        check_spectrum_fields(rec)
+        if config["angles"]:
+            check_record_fields(rec, {"min_grad_angle_deg": "angle", "min_grad_angle_pair": "pair"})
+            i, j = rec["min_grad_angle_pair"]
+            if i == j or max(i, j) >= n_all:
+                raise ValueError(f"expected min_grad_angle_pair of two distinct rows < {n_all}, "
+                                 f"got {[i, j]}")
+
+    return validate
 
 
 def _series(records):

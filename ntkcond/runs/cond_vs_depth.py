@@ -28,8 +28,8 @@ from .._core.io import atomic_savefig, atomic_write
 from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
-from .depth import iter_finite_batch, iter_infinite_batch
-from .rundir import data_fingerprint, open_run
+from .depth import check_spectrum_fields, iter_finite_batch, iter_infinite_batch
+from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
@@ -98,10 +98,9 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
     if save_spectra:  # only when set: runs made before the flag existed still resume
         config["save_spectra"] = True
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+                  where=where, outputs=OUTPUTS,
+                  validate=record_validator(config, [len(i) for i in index_batches])) as run:
         resumed = len(run.records)
-        if overwrite:
-            _discard_spectra(run)
         todo = []  # (batch, activation, width, seed, depths still missing)
         for b in range(len(index_batches)):
             for width in widths:
@@ -157,6 +156,49 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                           spectra_figure=spectra_figure)
 
 
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("summary.csv", "figure.png", "spectra", "spectra.npz", "spectra.png")
+
+
+def record_validator(config: dict, batch_sizes) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): every
+    field of ``runs.depth.RECORD_KEYS`` of the right kind and range, the key fields within the
+    configuration (a batch index below the number of batches, n its size, a depth, activation,
+    width, seed and trainable of the run), the spectrum consistent (``check_spectrum_fields``)
+    and the pair's indices distinct."""
+    widths, seeds = config["width"], config["init_seeds"] or []
+
+    def validate(rec):
+        check_record_fields(rec, {
+            "dataset": (config["dataset"],), "split": (config["split"],),
+            "batch_index": "int>=0", "depth": tuple(config["depths"]),
+            "activation": tuple(config["activations"]), "trainable": (config["trainable"],),
+            "min_grad_angle_deg": "angle", "min_grad_angle_pair": "pair",
+            "min_input_angle_deg": "angle", "seconds": "float>=0"})
+        # fields added later: checked when present, so older runs still resume
+        check_record_fields(rec, {k: v for k, v in (("lambda_min_upper_bound", "float"),
+                                                     ("lambda_min_bound_ratio", "float|None"))
+                                  if k in rec})
+        if rec["batch_index"] >= len(batch_sizes):
+            raise ValueError(f"expected batch_index < {len(batch_sizes)} (the run's batches), got "
+                             f"{rec['batch_index']}")
+        if rec.get("width") not in widths:
+            raise ValueError(f"expected width in {widths}, got {rec.get('width')!r}")
+        if rec["width"] == "inf" and rec.get("seed") is not None:
+            raise ValueError(f"expected seed null at width inf, got {rec.get('seed')!r}")
+        if rec["width"] != "inf" and (rec.get("seed") not in seeds or isinstance(rec.get("seed"), bool)):
+            raise ValueError(f"expected seed in {seeds}, got {rec.get('seed')!r}")
+        check_spectrum_fields(rec)
+        if rec["n"] != batch_sizes[rec["batch_index"]]:
+            raise ValueError(f"expected n = {batch_sizes[rec['batch_index']]} (the size of batch "
+                             f"{rec['batch_index']}), got {rec['n']}")
+        i, j = rec["min_grad_angle_pair"]
+        if i == j:
+            raise ValueError(f"expected min_grad_angle_pair of two distinct rows, got {[i, j]}")
+
+    return validate
+
+
 def grid_calls(todo) -> list[tuple]:
     """The work items ``todo`` of ``cond_vs_depth`` — (batch, activation, width, seed, missing
     depths), in record order — as calls (batch, width, activations, seeds, missing depths).
@@ -197,18 +239,6 @@ def spectrum_key(rec: dict) -> str:
     seed = "-" if rec["seed"] is None else rec["seed"]
     act = str(rec["activation"]).replace(":", "")
     return f"b{rec['batch_index']}_L{rec['depth']}_{act}_w{rec['width']}_s{seed}"
-
-
-def _discard_spectra(run) -> None:
-    """Remove the spectra of a run being overwritten (spectra/*.npy, spectra.npz, spectra.png)."""
-    folder = run.file("spectra")
-    if os.path.isdir(folder):
-        for name in os.listdir(folder):
-            if name.endswith(".npy"):
-                os.unlink(os.path.join(folder, name))
-    for name in ("spectra.npz", "spectra.png"):
-        if os.path.exists(run.file(name)):
-            os.unlink(run.file(name))
 
 
 def _save_npy(path: str, array) -> None:

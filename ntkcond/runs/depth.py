@@ -26,7 +26,7 @@ from ..infinite.geometry import input_angles, pair_geometry
 from ..infinite.kernels import sweep_geometry
 from ..spectrum import argmin_upper, conditioning, pairwise_angles
 
-__all__ = ["RECORD_KEYS", "spectrum_record", "iter_infinite_batch", "iter_finite_batch",
+__all__ = ["RECORD_KEYS", "spectrum_record", "check_spectrum_fields", "iter_infinite_batch", "iter_finite_batch",
            "measure_infinite_batch", "measure_finite_batch"]
 
 RECORD_KEYS = (
@@ -52,6 +52,34 @@ RECORD_KEYS = (
     "lambda_min_bound_ratio",
     "seconds",
 )
+
+
+def check_spectrum_fields(rec: dict) -> None:
+    """Check the spectrum fields of a stored record (``runs.rundir.check_record_fields``
+    kinds, then consistency): n ≥ 1, 0 < lambda_min_nonzero ≤ lambda_max, 1 ≤ rank ≤ n,
+    kappa_eff = lambda_max/lambda_min_nonzero (to 1e-12 relative: it is computed so) and at
+    most 1/(n·eps₆₄), the largest κ_eff the cutoff τ = n·eps·λmax lets through; kappa ≥
+    kappa_eff or None; precision_limited a bool. ValueError naming the field otherwise."""
+    from .rundir import check_record_fields
+
+    check_record_fields(rec, {"n": "int>=1", "lambda_max": "float>0",
+                              "lambda_min_nonzero": "float>0", "rank": "int>=1",
+                              "kappa_eff": "float>0", "kappa": "float>0|None",
+                              "precision_limited": "bool"})
+    n, lam_max, lam_min, kappa_eff = rec["n"], rec["lambda_max"], rec["lambda_min_nonzero"], rec["kappa_eff"]
+    if rec["rank"] > n:
+        raise ValueError(f"expected rank <= n = {n}, got {rec['rank']}")
+    if lam_min > lam_max * (1 + 1e-12):
+        raise ValueError(f"expected lambda_min_nonzero <= lambda_max = {lam_max!r}, got {lam_min!r}")
+    if abs(kappa_eff - lam_max / lam_min) > 1e-12 * kappa_eff:
+        raise ValueError(f"expected kappa_eff = lambda_max/lambda_min_nonzero = "
+                         f"{lam_max / lam_min!r}, got {kappa_eff!r}")
+    ceiling = 1.0 / (n * np.finfo(np.float64).eps)
+    if kappa_eff > ceiling * (1 + 1e-9):
+        raise ValueError(f"expected kappa_eff <= 1/(n*eps) = {ceiling:.6g} (larger values fall "
+                         f"below the cutoff), got {kappa_eff!r}")
+    if rec["kappa"] is not None and rec["kappa"] < kappa_eff * (1 - 1e-12):
+        raise ValueError(f"expected kappa >= kappa_eff = {kappa_eff!r} or null, got {rec['kappa']!r}")
 
 
 def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict:

@@ -18,7 +18,7 @@ from .. import datasets
 from .._core.io import atomic_write
 from ..activations import parse_activation
 from ..scale.streaming import streaming_smallest_angles
-from .rundir import data_fingerprint, open_run
+from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 
 __all__ = ["MinAngleRun", "min_angle", "format_table"]
@@ -66,7 +66,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               "block": block, "backend": backend, "devices": devices, "dtype": dtype,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(x)}
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+                  where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
         if not resume:  # a fresh run never picks up a stray checkpoint
             for path in (checkpoint, result_json):
@@ -95,6 +95,29 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
         if os.path.exists(checkpoint):
             os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
         return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+
+
+#: What a run derives (deleted first by an overwrite, ``runs.rundir``); the checkpoints too.
+OUTPUTS = ("result.json", "table.csv", CHECKPOINT, CHECKPOINT + ".recursion")
+
+
+def record_validator(config: dict) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): an
+    activation and depth of the run, angle_rad in [0, π] with angle_deg its value in degrees
+    (to 1e-12 relative), and a pair 0 ≤ i < j < n."""
+    n = config["n"]
+
+    def validate(rec):
+        check_record_fields(rec, {"activation": tuple(config["activations"]),
+                                  "depth": tuple(config["depths"]), "angle_rad": "float>=0",
+                                  "angle_deg": "angle", "i": "int>=0", "j": "int>=0"})
+        if rec["angle_rad"] > math.pi or abs(math.degrees(rec["angle_rad"]) - rec["angle_deg"]) > 1e-12 * 180:
+            raise ValueError(f"expected angle_rad in [0, pi] with angle_deg = degrees(angle_rad), "
+                             f"got {rec['angle_rad']!r} and {rec['angle_deg']!r}")
+        if not rec["i"] < rec["j"] < n:
+            raise ValueError(f"expected a pair 0 <= i < j < n = {n}, got ({rec['i']}, {rec['j']})")
+
+    return validate
 
 
 def format_table(result: dict) -> str:
