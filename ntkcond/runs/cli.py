@@ -49,8 +49,10 @@ def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = T
 
 
 def parse_depths(text: str) -> list[int]:
-    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0."""
-    depths = set()
+    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, each given once ('1,1' and
+    '0-3,2' are refused: a depth twice is a typo, not a request)."""
+    depths: set = set()
+    repeated: set = set()
     try:
         for part in text.split(","):
             part = part.strip()
@@ -58,13 +60,18 @@ def parse_depths(text: str) -> list[int]:
                 lo, hi = (int(v) for v in part.split("-", 1))
                 if hi < lo:
                     raise ValueError
-                depths.update(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
+                new = set(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
             else:
-                depths.add(int(part))
+                new = {int(part)}
+            repeated |= depths & new
+            depths |= new
     except ValueError:
         raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
     if not depths or min(depths) < 0 or max(depths) > MAX_DEPTH:
         raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}")
+    if repeated:
+        raise ValueError(f"--depths: expected each depth once, got {sorted(repeated)} more than "
+                         f"once in {text!r}")
     return sorted(depths)
 
 
@@ -92,13 +99,16 @@ def _int_at_least_one(text: str, expected: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """'64,128,1000' → sorted list of batch sizes ≥ 2."""
+    """'64,128,1000' → sorted list of batch sizes ≥ 2, each given once."""
     try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
+        given = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ValueError(f"--sizes: expected comma-separated integers, got {text!r}") from None
+    values = sorted(set(given))
     if not values or values[0] < 2:
         raise ValueError(f"--sizes: expected integers >= 2, got {text!r}")
+    if len(values) != len(given):
+        raise ValueError(f"--sizes: expected each size once, got {text!r}")
     return values
 
 

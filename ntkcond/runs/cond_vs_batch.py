@@ -18,12 +18,12 @@ import time
 import numpy as np
 
 from .. import datasets
-from .._core.checks import as_int
+from .._core.checks import as_count, as_int
 from .._core.io import atomic_savefig
-from ..activations import parse_activation
+from ..activations import parse_activations
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
-from .depth import check_spectrum_fields
+from .depth import check_nonzero_rows, check_spectrum_fields
 from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 
@@ -69,12 +69,19 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
     """
     where = "cond_vs_batch"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a) for a in activations]
+    acts = parse_activations(activations, where)
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
-    sizes = default_sizes(n_max) if sizes is None else sorted({as_int(n, "size", where, 2) for n in sizes})
+    if sizes is not None:
+        given = [as_int(n, "size", where, 2) for n in sizes]
+        if len(set(given)) != len(given):
+            raise ValueError(f"{where}: expected distinct batch sizes, got {given} (each size "
+                             "once)")
+    sizes = default_sizes(n_max) if sizes is None else sorted(given)
     if not sizes or sizes[-1] > n_all:
         raise ValueError(f"{where}: expected batch sizes 2 <= n <= {n_all} ({ds.name}), got {sizes}")
+    check_nonzero_rows(ds, where)
+    seed = as_count(seed, "seed", where, minimum=0)
     order = np.random.default_rng(seed).permutation(n_all)
     config = {"dataset": ds.name, "split": ds.split, "d": d, "sizes": sizes, "depths": depths,
               "activations": [a.name for a in acts], "width": "inf", "trainable": "all",

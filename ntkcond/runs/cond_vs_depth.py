@@ -25,10 +25,10 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_int
 from .._core.io import atomic_savefig, atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activations
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
-from .depth import check_spectrum_fields, iter_finite_batch, iter_infinite_batch
+from .depth import check_nonzero_rows, check_spectrum_fields, iter_finite_batch, iter_infinite_batch
 from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 
@@ -61,6 +61,17 @@ def _width_key(w):
     return math.inf if w == "inf" else int(w)
 
 
+def _unique_widths(widths, where: str) -> list:
+    """Widths "inf" and integers >= 1, each once, sorted (∞ last)."""
+    if isinstance(widths, (str, int)):
+        widths = [widths]
+    items = [w if w == "inf" else as_int(w, "width", where, 1) for w in widths]
+    if not items or len(set(items)) != len(items):
+        raise ValueError(f"{where}: expected one or more distinct widths ('inf' or integers "
+                         f">= 1), got {list(widths)!r}")
+    return sorted(items, key=_width_key)
+
+
 def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=range(11),
                   activations=("relu", "linear"), widths=("inf",), seeds: int = 5,
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
@@ -84,12 +95,13 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
     """
     where = "cond_vs_depth"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a).name for a in activations]
-    widths = sorted(set(widths), key=_width_key)
+    acts = [a.name for a in parse_activations(activations, where)]
+    widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
                                      max_batches=max_batches, drop_last=drop_last)
     _check_batch_memory(batch, len(ds.x), where)
+    check_nonzero_rows(ds, where)
     config = {"dataset": ds.name, "split": ds.split, "batch": batch, "depths": depths,
               "activations": acts, "width": widths, "trainable": trainable,
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,

@@ -26,7 +26,7 @@ from ..infinite.geometry import input_angles, pair_geometry
 from ..infinite.kernels import sweep_geometry
 from ..spectrum import argmin_upper, conditioning, pairwise_angles
 
-__all__ = ["RECORD_KEYS", "spectrum_record", "check_spectrum_fields", "iter_infinite_batch", "iter_finite_batch",
+__all__ = ["RECORD_KEYS", "spectrum_record", "check_spectrum_fields", "check_nonzero_rows", "iter_infinite_batch", "iter_finite_batch",
            "measure_infinite_batch", "measure_finite_batch"]
 
 RECORD_KEYS = (
@@ -52,6 +52,18 @@ RECORD_KEYS = (
     "lambda_min_bound_ratio",
     "seconds",
 )
+
+
+def check_nonzero_rows(ds, where: str) -> None:
+    """ValueError naming the first zero row of the data set ``ds`` by its row in the file (not
+    by its place in a shuffled batch): a zero input has no direction, so its angles are
+    undefined."""
+    zero = ~np.any(ds.x != 0, axis=1)
+    if zero.any():
+        row = int(np.argmax(zero))
+        raise ValueError(f"{where}: expected nonzero inputs (a zero row has no angle to the "
+                         f"others), got {int(zero.sum())} zero row(s) in {ds.name}, the first "
+                         f"row {row} of the data set (after preprocessing); drop it")
 
 
 def check_spectrum_fields(rec: dict) -> None:

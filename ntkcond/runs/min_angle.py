@@ -16,7 +16,7 @@ import os
 
 from .. import datasets
 from .._core.io import atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activations
 from ..scale.streaming import streaming_smallest_angles
 from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
@@ -55,7 +55,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
     """
     where = "min_angle"
     depths = sorted(set(depths))
-    acts = [parse_activation(a).name for a in activations]
+    acts = [a.name for a in parse_activations(activations, where)]
     x = ds.x
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):

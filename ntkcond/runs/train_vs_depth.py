@@ -60,7 +60,7 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_int, positive
 from .._core.io import atomic_savefig
-from ..activations import parse_activation
+from ..activations import parse_activations
 from .gradient_descent import CHUNK, GDRun, train_to_loss
 from .depth import check_spectrum_fields
 from .rundir import check_record_fields, data_fingerprint, open_run
@@ -123,8 +123,12 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
     where = "train_vs_depth"
     t_start = time.perf_counter()
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a).name for a in activations]
-    widths = sorted({w if w == "inf" else as_int(w, "width", where, 1) for w in widths}, key=_width_key)
+    acts = [a.name for a in parse_activations(activations, where)]
+    widths = [w if w == "inf" else as_int(w, "width", where, 1) for w in widths]
+    if not widths or len(set(widths)) != len(widths):
+        raise ValueError(f"{where}: expected one or more distinct widths ('inf' or integers "
+                         f">= 1), got {widths}")
+    widths = sorted(widths, key=_width_key)
     rel_target = positive(rel_target, "rel_target", where)
     max_steps = as_int(max_steps, "max_steps", where, 1)
     init_seed = as_int(init_seed, "init_seed", where, 0)

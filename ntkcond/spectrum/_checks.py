@@ -53,7 +53,11 @@ def float_eps(dtype) -> float | None:
 def as_square_kernel(K, where: str) -> tuple[np.ndarray, np.dtype]:
     """Validate K and return it as float64 together with the dtype it arrived in."""
     if hasattr(K, "__array__") or isinstance(K, (list, tuple)):
-        arr = np.asarray(K)
+        try:
+            arr = np.asarray(K)
+        except (ValueError, TypeError):  # e.g. a ragged nested list
+            raise ValueError(f"{where}: expected a 2-D array, got a nested sequence that is not "
+                             "rectangular (rows of different lengths)") from None
     else:
         raise TypeError(f"{where}: expected a 2-D array, got {type(K).__name__}")
     if arr.dtype == object or not (
