@@ -75,7 +75,7 @@ KEY_FIELDS = ("depth", "activation", "width", "seed")
 CSV_FIELDS = ["depth", "activation", "width", "seed", "n", "kappa_eff", "kappa_target", "lr",
               "steps", "reached", "predicted_steps", "rel_loss_at_stop",
               "predicted_rel_loss_at_stop", "ntk_drift", "kappa_eff_end", "lambda_max_end", "rank",
-              "lambda_max", "loss0", "steps_run", "diverged", "seconds"]
+              "lambda_max", "loss0", "steps_run", "diverged", "seconds", "dead"]
 
 
 @dataclasses.dataclass(frozen=True)
