@@ -113,3 +113,18 @@ def test_bad_tolerances_and_scales(digits, call, err, match):
     # rtol = -1 or NaN was accepted with a cutoff of 0; rows of norm 1e200 gave an inf kernel.
     with pytest.raises(err, match=match):
         call(digits[:20])
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(memory_limit="abc"), TypeError, "expected memory_limit as an integer number of bytes or None, got str 'abc'"),
+    (dict(memory_limit=-5), ValueError, "expected memory_limit as an integer number of bytes >= 0"),
+    (dict(memory_limit=float("nan")), ValueError, "expected memory_limit as an integer number of bytes >= 0"),
+    (dict(timings=[]), TypeError, r"expected timings as a dict to fill \(or None\), got list"),
+])
+def test_exact_conditioning_bad_arguments_name_them(kwargs, exc, match):
+    x = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(exc, match=f"exact_conditioning: {match}"):
+        exact_conditioning(x, depths=[1], **kwargs)
+    if "memory_limit" in kwargs:
+        with pytest.raises(exc, match=f"blockwise_ntk: {match}"):
+            blockwise_ntk(x, depths=[1], **kwargs)

@@ -70,14 +70,16 @@ def check_spectrum_fields(rec: dict) -> None:
     """Check the spectrum fields of a stored record (``runs.rundir.check_record_fields``
     kinds, then consistency): n ≥ 1, 0 < lambda_min_nonzero ≤ lambda_max, 1 ≤ rank ≤ n,
     kappa_eff = lambda_max/lambda_min_nonzero (to 1e-12 relative: it is computed so) and at
-    most 1/(n·eps₆₄), the largest κ_eff the cutoff τ = n·eps·λmax lets through; kappa ≥
-    kappa_eff or None; precision_limited a bool. ValueError naming the field otherwise."""
+    most 1/(n·eps₆₄), the largest κ_eff the cutoff τ = n·eps·λmax lets through; where present,
+    kappa ≥ kappa_eff or None and precision_limited a bool. ValueError naming the field otherwise."""
     from .rundir import check_record_fields
 
     check_record_fields(rec, {"n": "int>=1", "lambda_max": "float>0",
                               "lambda_min_nonzero": "float>0", "rank": "int>=1",
-                              "kappa_eff": "float>0", "kappa": "float>0|None",
-                              "precision_limited": "bool"})
+                              "kappa_eff": "float>0"})
+    # kappa and precision_limited: in the κ records, not in train_vs_depth's
+    check_record_fields(rec, {k: v for k, v in (("kappa", "float>0|None"),
+                                                 ("precision_limited", "bool")) if k in rec})
     n, lam_max, lam_min, kappa_eff = rec["n"], rec["lambda_max"], rec["lambda_min_nonzero"], rec["kappa_eff"]
     if rec["rank"] > n:
         raise ValueError(f"expected rank <= n = {n}, got {rec['rank']}")
@@ -90,7 +92,7 @@ def check_spectrum_fields(rec: dict) -> None:
     if kappa_eff > ceiling * (1 + 1e-9):
         raise ValueError(f"expected kappa_eff <= 1/(n*eps) = {ceiling:.6g} (larger values fall "
                          f"below the cutoff), got {kappa_eff!r}")
-    if rec["kappa"] is not None and rec["kappa"] < kappa_eff * (1 - 1e-12):
+    if rec.get("kappa") is not None and rec["kappa"] < kappa_eff * (1 - 1e-12):
         raise ValueError(f"expected kappa >= kappa_eff = {kappa_eff!r} or null, got {rec['kappa']!r}")
 
 

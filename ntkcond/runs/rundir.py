@@ -102,7 +102,7 @@ class RunDir:
         k = self.key(record)
         if k in self.done:
             raise ValueError(f"RunDir.append: record {dict(zip(self.key_fields, k))} is already in {self.path}")
-        append_jsonl(self.file(RECORDS), record, f"RunDir.append ({self.path})")
+        append_jsonl(self.file(RECORDS), record)  # O_NOFOLLOW: never through a link
         self.records.append(record)
         self.done.add(k)
 
