@@ -132,7 +132,11 @@ def parse_activations(activations, where: str) -> list[Activation]:
     except TypeError:
         raise TypeError(f"{where}: expected activations as a spelling such as 'relu' or a list of "
                         f"them, got {type(activations).__name__} {activations!r}") from None
-    acts = [parse_activation(a) for a in items]
+    try:
+        acts = [parse_activation(a) for a in items]
+    except (TypeError, ValueError) as err:  # name the caller, not the parser
+        message = str(err).removeprefix("parse_activation: ")
+        raise type(err)(f"{where}: activations: {message}") from None
     if not acts:
         raise ValueError(f"{where}: expected at least one activation, got none")
     names = [a.name for a in acts]

@@ -140,9 +140,9 @@ def _normalise(x: np.ndarray, scale: float, mean, std, where: str):
     channels = x.shape[-1] if x.ndim == 4 else 1
     for name, v in (("mean", mean), ("std", std)):
         if v.size not in (1, channels):
-            raise ValueError(
-                f"{where}: expected {name} with 1 or {channels} values (one per channel), got {v.size}"
-            )
+            want = "1 value (the images have one channel)" if channels == 1 else \
+                f"1 or {channels} values (one per channel)"
+            raise ValueError(f"{where}: expected {name} with {want}, got {v.size}: {v.tolist()}")
     with np.errstate(over="ignore", invalid="ignore"):
         out = (x.astype(np.float64) * scale - mean) / std
     if not np.all(np.isfinite(out)):

@@ -39,9 +39,17 @@ def check_memory(needed: int, what: str, memory_limit, where: str, alternative: 
     limit = available_memory() if memory_limit is None else as_memory_limit(memory_limit, where)
     if needed > limit:
         raise InsufficientMemoryError(
-            f"{where}: {what} needs {needed / 2**30:.2f} GiB but only {limit / 2**30:.2f} GiB is "
+            f"{where}: {what} needs {format_bytes(needed)} but only {format_bytes(limit)} is "
             f"available; {alternative}"
         )
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for messages: '512 bytes', '3.50 MiB', '74.51 GiB' (GiB from 1 GiB up)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} bytes"
 
 
 def as_memory_limit(value, where: str, name: str = "memory_limit") -> int | None:

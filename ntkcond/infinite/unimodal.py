@@ -56,7 +56,8 @@ interval recursion from depth 0 to the largest L asked, refinements included): m
 ~8 µs per cell and layer on a loaded 2-core machine, against ~0.25 µs per pair and layer for
 the plain recursion over pairs (``CELL_LAYER_COST`` = 32 pair-layers). With ``max_cost``
 (in pair-layers: the caller's alternative, the recursion over all its pairs, costs pairs · L)
-``certify`` skips a verification that would cost more and returns kind "unverified" for those
+``certify`` skips a verification that would cost more, and more than that of depth 1000
+(``ALWAYS_AFFORDABLE``: 1–3 s once per process), and returns kind "unverified" for those
 depths (proof (c) only: φ non-decreasing on [0, π/2]), so the caller takes the cheaper route:
 a 30 × 3 Gaussian at depth 10⁵ (435 pairs, input angles above π/2) goes to the recursion
 instead of a ~400 s certificate.
@@ -82,6 +83,10 @@ DEFAULT_CELLS = 512
 #: Cost of one cell and layer of the verified part, in pair-layers of the plain recursion
 #: (module docstring, "Cost bound").
 CELL_LAYER_COST = 32
+
+#: Verification cost (pair-layers) always spent whatever ``max_cost``: 512 cells to depth 1000,
+#: 1–3 s once per process, so the pairs route stays certified for every depth ≤ 1000.
+ALWAYS_AFFORDABLE = CELL_LAYER_COST * DEFAULT_CELLS * 1000
 
 _REL_OP = 2.0**-50  # after +, −, ×, ÷: 8 u, u = 2^-53 the float64 unit roundoff
 _REL_LIBM = 2.0**-46  # after sin, cos
@@ -295,8 +300,8 @@ def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS,
       trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
       cells: cells on [π/2, π].
       max_cost: skip the verified part when it would cost more than this many pair-layers
-        (``verification_cost``; module docstring, "Cost bound"): those depths get kind
-        "unverified". None: no bound.
+        and more than ``ALWAYS_AFFORDABLE`` (depth 1000 at 512 cells; ``verification_cost``;
+        module docstring, "Cost bound"): those depths get kind "unverified". None: no bound.
 
     Returns:
       tuple of ``Certificate``, depths ascending.
@@ -313,7 +318,8 @@ def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS,
             out[L] = Certificate(act.name, L, trainable, "proof", math.pi, math.pi, math.inf, 0)
         else:
             todo.append(L)
-    if todo and max_cost is not None and verification_cost(act, todo, trainable, cells=cells) > max_cost:
+    if (todo and max_cost is not None and verification_cost(act, todo, trainable, cells=cells)
+            > max(max_cost, ALWAYS_AFFORDABLE)):
         for L in todo:
             out[L] = Certificate(act.name, L, trainable, "unverified", _HALF_PI, math.pi,
                                  -math.inf, 0)

@@ -74,9 +74,9 @@ def as_square_kernel(K, where: str) -> tuple[np.ndarray, np.dtype]:
     dtype = np.dtype(np.float64) if np.issubdtype(arr.dtype, np.integer) else arr.dtype
     K64 = arr.astype(np.float64)
     if not np.all(np.isfinite(K64)):
-        bad = np.argwhere(~np.isfinite(K64))[0]
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(K64))[0])
         raise ValueError(
-            f"{where}: expected finite entries, got {K64[tuple(bad)]} (NaN or Inf) at {tuple(bad)}"
+            f"{where}: expected finite entries, got {K64[bad]} (NaN or Inf) at {bad}"
         )
     return K64, dtype
 
