@@ -26,7 +26,7 @@ pixels within [0, 1] → as they are; anything else (negative values, > 255) is 
 ``normalize="none"``. With a named set's normalisation (its name or ``preset``) the scaled
 pixels must also reach the top of that range: images of these sets have a largest pixel of
 (nearly) 1 after scaling, so a file whose largest scaled pixel is below ``MIN_TOP_PIXEL`` =
-0.25 (say pixels ×1e-300, or a 0…1 set stored as 0…0.01) contradicts the preset and is
+0.5 (say pixels ×1e-300, or 0…255 pixels stored ×1e-3) contradicts the preset and is
 refused, instead of normalising every row to nearly the same vector (κ_eff 1, angle 0). The per-channel normalisation is then (x·scale − mean)/std, as in the
 papers' code (Liu & Hui).
 """
@@ -58,7 +58,7 @@ TFDS_NAMES = {
 }
 #: Smallest largest pixel, after scaling to [0, 1], that a file normalised as a named set may
 #: have (module docstring).
-MIN_TOP_PIXEL = 0.25
+MIN_TOP_PIXEL = 0.5
 
 # Image shapes of the named sets, to recognise an exported file of the wrong set.
 _IMAGE_SHAPES = {

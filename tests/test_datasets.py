@@ -348,7 +348,7 @@ BAD_ARGUMENTS = [
     ("mean Inf", lambda p: datasets.load(p, mean=float("inf"), std=1), ValueError,
      ["expected mean with finite values", "got [inf]"]),
     ("mean channels", lambda p: datasets.load(p, mean=[0, 0, 0], std=1), ValueError,
-     ["expected mean with 1 or 1 values (one per channel)", "got 3"]),
+     ["expected mean with 1 value (the images have one channel)", "got 3"]),
     ("std overflows", lambda p: datasets.load(_save(pathlib.Path(p).with_name("white.npz"),
                                                     np.full((2, 3, 3), 255, np.uint8)), mean=0, std=1e-320), ValueError,
      ["expected finite inputs after normalisation", "got an overflow", "std [1e-320]"]),
@@ -442,7 +442,7 @@ def test_pixels_that_contradict_the_preset_are_refused(tmp_path, scale):
     x = pixels.astype(np.float64) * scale
     path = tmp_path / "tiny.npz"
     np.savez(path, x=x, y=np.arange(20) % 10)
-    with pytest.raises(ValueError, match=r"load: expected mnist pixels .* reaching at least 0.25"):
+    with pytest.raises(ValueError, match=r"load: expected mnist pixels .* reaching at least 0.5"):
         datasets.load(str(path), preset="mnist")
     ds = datasets.load(str(path), mean=0.0, std=1.0)  # stated normalisation: used as given
     assert ds.x.shape == (20, 784)

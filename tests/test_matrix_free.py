@@ -124,10 +124,10 @@ def test_a_true_null_space_is_accepted_and_deflated():
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(null_space=np.ones((39, 2))), ValueError, r"null_space of shape \(n, m\) = \(40, m\) with m < 40, .*got shape \(39, 2\)"),
-    (dict(null_space=np.ones((40, 2, 2))), ValueError, r"null_space of shape .* got shape \(40, 2, 2\)"),
-    (dict(null_space=np.full((40, 1), np.nan)), ValueError, "finite null_space entries"),
-    (dict(null_space="abc"), TypeError, "null_space as an"),
+    (dict(null_space=np.ones((39, 2))), ValueError, r"expected null_space of shape \(n, m\) = \(40, m\) with m < 40 .*got shape \(39, 2\)"),
+    (dict(null_space=np.ones((40, 2, 2))), ValueError, r"expected null_space of shape .* got shape \(40, 2, 2\)"),
+    (dict(null_space=np.full((40, 1), np.nan)), ValueError, "expected finite null_space entries"),
+    (dict(null_space="abc"), TypeError, "expected null_space as an"),
     (dict(seed=-1), ValueError, "expected seed as an integer >= 0, got -1"),
     (dict(seed=2.5), TypeError, "expected seed as an integer >= 0, got float 2.5"),
     (dict(maxiter=0), ValueError, "expected maxiter as an integer >= 1, got 0"),

@@ -276,7 +276,7 @@ def test_records_are_validated_field_by_field_naming_file_and_line(tmp_path):
              ({"ok": 1}, "expected ok as true or false, got 1"),
              ({"i": 2.5}, "expected i as an integer >= 0, got 2.5")]
     for change, message in cases:
-        lines = [json.dumps(good), json.dumps(dict(good, i=1, **change))]
+        lines = [json.dumps(good), json.dumps({**good, "i": 1, **change})]
         (tmp_path / "records.jsonl").write_text("\n".join(lines) + "\n")
         with pytest.raises(ValueError, match=rf"records.jsonl line 2: {message}") as err:
             open_run(str(tmp_path), {"a": 1}, key_fields=KEYS, resume=True, validate=validate)

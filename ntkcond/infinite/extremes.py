@@ -53,7 +53,7 @@ from .._core.checks import sweep_layers
 from ..activations import parse_activation
 from ._recursion import angle_from, gradient_recursion
 from .geometry import kahan_angles
-from .unimodal import certify
+from .unimodal import ALWAYS_AFFORDABLE, certify, verification_cost
 
 __all__ = [
     "ExtremePairs",
@@ -295,8 +295,12 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
     # the certificate only where it is cheaper than the recursion over all pairs (its cost
     # bound: ``unimodal``, "Cost bound"); else "unverified" and the caller's recursion
     budget = ext.n * (ext.n - 1) // 2 * max(depths)
-    certs = (None if t_hi <= _HALF_PI else
-             {c.depth: c for c in certify(act, depths, trainable, max_cost=budget)})
+    certs = None
+    if t_hi > _HALF_PI:
+        bounded = verification_cost(act, depths, trainable) > max(budget, ALWAYS_AFFORDABLE)
+        found = (certify(act, depths, trainable, max_cost=budget) if bounded
+                 else certify(act, depths, trainable))
+        certs = {c.depth: c for c in found}
     out = {}
     for L in depths:
         p_lo, p_hi = float(phis[L][0]), float(phis[L][1])
