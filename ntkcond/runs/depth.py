@@ -248,6 +248,7 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
             def work():
                 start = time.perf_counter()
                 K = _finite_kernel(batch, net, params, trainable)
+                _check_alive(K, index, act, width, seed, depth, meta)
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
                            seed=seed, trainable=trainable)
@@ -273,6 +274,20 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
         if on_spectrum is not None:
             on_spectrum(spectrum)
         yield rec
+
+
+def _check_alive(K, index, act, width, seed, depth, meta) -> None:
+    """ValueError naming the net when a gradient is zero on an input of the batch (K_ii = 0):
+    a small bias-free ReLU net with every unit of a layer inactive there is dead on it, and
+    its angles (and for the zero kernel, κ) are undefined."""
+    dead = np.flatnonzero(np.diagonal(K) <= 0)
+    if dead.size:
+        where = f" of batch {meta['batch_index']}" if "batch_index" in meta else ""
+        raise ValueError(
+            f"iter_finite_batch: the width-{width} {act.name} net of seed {seed} at depth {depth} is "
+            f"dead on {dead.size} of the {K.shape[0]} inputs{where} (first: row {int(index[dead[0]])} "
+            "of the data set): its gradient there is zero, every unit of a hidden layer "
+            "inactive, so gradient angles and kappa_eff are undefined; use a larger --width")
 
 
 def _finite_kernel(batch, net, params, trainable) -> np.ndarray:
