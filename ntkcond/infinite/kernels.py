@@ -9,19 +9,23 @@ f(x) = W⁽¹⁾x/√d. This is neural-tangents' ``stax.serial(*[Dense(m, W_std=
 act] * L, Dense(1, b_std=None))``.
 
 With ‖·‖ the Euclidean norm and θ₀ the angle between x and x', both kernels factor into a
-scale and the angle recursion of ``ntkcond.angles``:
+scale and the angle recursion of ``ntkcond.infinite.angles``:
 
     NNGP(x, x') = ‖x‖‖x'‖/d · cos θ_L                                                  (1)
     NTK(x, x')  = ‖x‖‖x'‖/d · Σ_{i∈S} cos θ_i Π_{j=i}^{L−1} ġ(θ_j)                      (2)
 
-(``angles`` eqs. (2)–(4)). The diagonal is NTK(x, x) = |S|·‖x‖²/d for every activation and
+(``ntkcond.infinite.angles`` eqs. (2)–(4)), computed by ``ntkcond.infinite.recursion``. The diagonal is NTK(x, x) = |S|·‖x‖²/d for every activation and
 depth; for linear nets NTK = (L + 1)·G/d with G = XXᵀ, so κ does not change with depth.
 
 Precision: input angles come from the normalised Gram matrix, and pairs within 0.1 rad of 0
 or π are recomputed exactly from the original (unnormalised) rows (``geometry`` eq. (1)), so
 input angles are exact for the float64 data (~1e-15 relative near 0 and π, at any angle and
 any row scale) and the recursion, which never calls arccos, keeps that precision in the kernels
-and gradient angles.
+and gradient angles. Entries are exact to a few eps relative to √(K(x, x)K(x', x')); relative
+to |K(x, x')| itself only where |cos θ₀| is not tiny: near-orthogonal entries of linear and
+depth-0 kernels carry the rounding of the Gram product (~eps·√d absolute in cos θ₀).
+Near-antipodal entries (θ₀ = π − δ) are relatively exact (``ntkcond.infinite.recursion``);
+x and −x give exactly 0 in the ReLU NNGP.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import numpy as np
 from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
 from ..activations import parse_activation
 from ..spectrum import argmin_upper
-from ._recursion import angle_from, gradient_recursion
+from .recursion import angle_from, recursion
 from .extremes import extreme_pairs, smallest_from_extremes
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
@@ -63,10 +67,9 @@ def infinite_nngp(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
     """
     act = parse_activation(activation)
     depth = as_depth(depth, "infinite_nngp")
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_nngp")
-    check_scale(scale, "infinite_nngp")
-    _, cos_l, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, "last"))
-    return scale * cos_l
+    geometry = pair_geometry(x1, x2, "infinite_nngp")
+    check_scale(geometry, "infinite_nngp")
+    return next(recursion(geometry, act, [depth], "last", overwrite=True))[1]
 
 
 def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all") -> np.ndarray:
@@ -88,10 +91,9 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all")
     act = parse_activation(activation)
     depth = as_depth(depth, "infinite_ntk")
     layers = resolve_trainable(trainable, depth, "infinite_ntk")
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk")
-    check_scale(scale, "infinite_ntk")
-    _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
-    return scale * T
+    geometry = pair_geometry(x1, x2, "infinite_ntk")
+    check_scale(geometry, "infinite_ntk")
+    return next(recursion(geometry, act, [depth], set(layers), overwrite=True))[1]
 
 
 def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
@@ -104,12 +106,11 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.nda
     """
     act = parse_activation(activation)
     depth = as_depth(depth, "infinite_ntk_layers")
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
-    check_scale(scale, "infinite_ntk_layers")
-    out = np.empty((depth + 1,) + angle.shape)
+    geometry = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
+    check_scale(geometry, "infinite_ntk_layers")
+    out = np.empty((depth + 1,) + geometry.angle.shape)
     for i in range(depth + 1):
-        _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, {i}))
-        out[i] = scale * T
+        next(recursion(geometry, act, [depth], {i}, out={depth: out[i]}))
     return out
 
 
@@ -130,19 +131,20 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
     Returns:
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
     """
-    return _gradient_angles(x1, x2, depth, activation, trainable, "gradient_angles")
-
-
-def _gradient_angles(x1, x2, depth, activation, trainable, where):
+    where = "gradient_angles"
     act = parse_activation(activation)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
-    angle, cos, _ = pair_geometry(x1, x2, where)
+    return _gradient_angles(pair_geometry(x1, x2, where), x2 is None, depth, act, layers)
+
+
+def _gradient_angles(geometry, same, depth, act, layers):
+    """``gradient_angles`` on checked arguments: the geometry, the parsed activation, layers."""
     if act.is_linear:
-        return angle
-    _, _, R, Z, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
+        return geometry.angle
+    _, _, R, Z = next(recursion(geometry, act, [depth], set(layers), kernel=False, angles=True))
     phi = angle_from(R, Z)
-    if x2 is None:
+    if same:
         np.fill_diagonal(phi, 0.0)
     return phi
 
@@ -171,15 +173,15 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
         raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
+    act = parse_activation(activation)
     depth = as_depth(depth, where)
+    layers = resolve_trainable(trainable, depth, where)
     if method == "pairs":
-        parse_activation(activation)
-        resolve_trainable(trainable, depth, where)
         xh, _ = normalised_rows(x, where, "x")
-        found = smallest_from_extremes(extreme_pairs(xh, x=x), activation, [depth], trainable)[depth]
+        found = smallest_from_extremes(extreme_pairs(xh, x=x), act, [depth], trainable)[depth]
         if found is not None:
             return found
-    phi = _gradient_angles(x, None, depth, activation, trainable, where)
+    phi = _gradient_angles(pair_geometry(x, None, where), True, depth, act, layers)
     return argmin_upper(phi)
 
 
@@ -213,28 +215,28 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
-    parse_activation(activation)
-    depths, _ = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
-    return sweep_geometry(pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2), depths,
-                          activation, trainable)
+    act = parse_activation(activation)
+    depths, layers = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
+    geometry = pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2)
+    check_scale(geometry, "depth_sweep")
+    return _sweep(geometry, depths, act, layers)
 
 
 def sweep_geometry(geometry, depths, activation, trainable) -> Iterator[DepthKernel]:
-    """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations.
+    """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations
+    (left unchanged).
 
     The arguments are checked when this is called, not when the first item is drawn.
     """
     act = parse_activation(activation)
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")
-    check_scale(geometry[2], "depth_sweep")
+    check_scale(geometry, "depth_sweep")
     return _sweep(geometry, depths, act, layers)
 
 
 def _sweep(geometry, depths, act, layers) -> Iterator[DepthKernel]:
-    angle, cos, scale = geometry
-    for L, T, R, Z, _ in gradient_recursion(angle, cos, depths, act, layers):
-        phi = angle.copy() if act.is_linear else angle_from(R, Z)
+    """The sweep on checked arguments: kernels and angles from one ``recursion``."""
+    for L, K, R, Z in recursion(geometry, act, depths, layers, angles=not act.is_linear):
+        phi = geometry.angle.copy() if act.is_linear else angle_from(R, Z)
         np.fill_diagonal(phi, 0.0)
-        yield DepthKernel(depth=L, ntk=scale * T, angles=phi)
-
-
+        yield DepthKernel(depth=L, ntk=K, angles=phi)

@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from .. import datasets
-from .._core.checks import as_int
+from .._core.checks import as_depth, as_int
 from .._core.io import atomic_savefig, atomic_write
 from ..activations import parse_activations
 from .._core.memory import InsufficientMemoryError, available_memory
@@ -94,8 +94,10 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         the same choice.
     """
     where = "cond_vs_depth"
-    depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [a.name for a in parse_activations(activations, where)]
+    depths = sorted({as_depth(L, where) for L in depths})
+    # parsed once here (each activation once); the batches get the Activation objects
+    parsed = {act.name: act for act in parse_activations(activations, where)}
+    acts = list(parsed)
     widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
@@ -136,11 +138,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                 meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
                 if width == "inf":
                     new = iter_infinite_batch(ds.x[index], index, depths=missing,
-                                              activations=group_acts, trainable=trainable,
+                                              activations=[parsed[a] for a in group_acts], trainable=trainable,
                                               meta=meta, on_spectrum=hook)
                 else:
                     new = iter_finite_batch(ds.x[index], index, depths=missing,
-                                            activations=group_acts, width=width,
+                                            activations=[parsed[a] for a in group_acts], width=width,
                                             seeds=group_seeds, trainable=trainable, meta=meta,
                                             on_spectrum=hook, nets=nets)
                 for rec in new:

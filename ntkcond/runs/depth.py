@@ -157,7 +157,7 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
     geometry = pair_geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
-    min_input = math.degrees(argmin_upper(geometry[0])[0])
+    min_input = math.degrees(argmin_upper(geometry.angle)[0])
     for activation in activations:
         act = parse_activation(activation)
         for item in sweep_geometry(geometry, depths, act, trainable):

@@ -31,7 +31,7 @@ __all__ = ["pairs_route", "recursion_fallback", "recursion_route"]
 
 _CHECKPOINT_KIND = "ntkcond.streaming_smallest_angles"
 _CHECKPOINT_VERSION = 1
-_PAIRS_KIND = _CHECKPOINT_KIND + ".pairs"  # "…streaming_smallest_angles.pairs"
+_PAIRS_KIND = _CHECKPOINT_KIND + ".pairs"  # the same value as before: checkpoints still resume
 
 
 def _row_pairs(n: int, r0: int, r1: int) -> int:

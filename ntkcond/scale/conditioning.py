@@ -29,14 +29,13 @@ from .._core.checks import as_data
 from .._core.memory import as_memory_limit, check_memory
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
-from .tiles import Tiles, kernel_recursion, kernel_tile, prepare, resolve_workers
+from .tiles import Tiles, kernel_tile, prepare, resolve_workers
 
 __all__ = [
     "MatrixFreeConditioning",
     "blockwise_ntk",
     "default_sketch",
     "exact_conditioning",
-    "kernel_recursion",
     "kernel_tile",
     "matrix_free_conditioning",
 ]
@@ -56,9 +55,13 @@ def blockwise_ntk(
 ) -> dict[int, np.ndarray]:
     """Infinite-width NTKs (n × n, float64) for several depths, built block by block.
 
-    The kernel of ``infinite_ntk(x, depth=L, ...)`` (eq. (2) of ``infinite``) to rounding
-    (≤ 3e-15 of its scale; module docstring), computed on the upper-triangle tiles and mirrored
-    (exactly symmetric); all depths share one Gram tile and one pass of the recursion.
+    The kernel of ``infinite_ntk(x, depth=L, ...)`` (``ntkcond.infinite.kernels`` eq. (2)),
+    computed on the upper-triangle tiles by the same geometry and recursion
+    (``ntkcond.scale.tiles``) and mirrored (exactly symmetric); all depths share one Gram tile
+    and one pass of the recursion. numpy backend: equal to ``infinite_ntk`` bit for bit where
+    the blocked Gram products round as the whole one (n ≤ ``block``: one tile), else to the
+    rounding of those products; jax backend: the same formula in jax.numpy (XLA's sqrt/atan2
+    differ in the last bits: ≲ 1e-14 of max|K|).
 
     Args:
       x: (n, d) inputs without zero rows.
@@ -85,7 +88,7 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
                    workers, where):
     """``blockwise_ntk`` with the caller's name in its errors."""
     memory_limit = as_memory_limit(memory_limit, where)
-    xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block, where)
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
                   memory_limit, where)
@@ -102,12 +105,12 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
     if backend == "jax":
         from .sharded import ShardedKernelBlocks
 
-        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where).row
+        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where, x).row
         for r0 in range(0, n, block):
             for c0, c1, blocks in rows(r0, min(n, r0 + block)):
                 place(None, r0, min(n, r0 + block), c0, c1, blocks)
     else:
-        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where)).run(place)
+        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where), x=x).run(place)
     return out
 
 

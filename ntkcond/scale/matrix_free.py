@@ -134,8 +134,9 @@ class KernelOperator:
     """K·V for the infinite-width NTK without storing K: one pass over the tiles per product
     (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
-    def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0):
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes)
+    def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0,
+                 x=None):
+        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x)
         self.depth = depth
         self.n = xh.shape[0]
         self.passes = 0
@@ -274,7 +275,7 @@ def matrix_free_conditioning(
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     lanczos_tol = positive(lanczos_tol, "lanczos_tol", where)
@@ -301,7 +302,7 @@ def matrix_free_conditioning(
     if cache is None:  # half the available memory, less the solver's blocks
         cache = max(0, available_memory() // 2 - 8 * n * (3 * rank + 8 * k + 4 * top))
     cache = as_int(cache, "cache", where, 0)
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache)
+    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.
