@@ -85,7 +85,7 @@ def test_too_little_memory_is_refused_before_allocating():
     with pytest.raises(InsufficientMemoryError, match="matrix_free_conditioning") as err:
         exact_conditioning(x, depths=[1])
     assert isinstance(err.value, MemoryError) and isinstance(err.value, ValueError)
-    with pytest.raises(InsufficientMemoryError, match="needs 0.00 GiB but only 0.00 GiB"):
+    with pytest.raises(InsufficientMemoryError, match="needs 3.12 KiB but only 100 bytes"):
         blockwise_ntk(np.eye(20), depths=[1], memory_limit=100)
 
 
@@ -127,3 +127,18 @@ def test_bad_tolerances_and_scales(digits, call, err, match):
     # rtol = -1 or NaN was accepted with a cutoff of 0; rows of norm 1e200 gave an inf kernel.
     with pytest.raises(err, match=match):
         call(digits[:20])
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(memory_limit="abc"), TypeError, "expected memory_limit as an integer number of bytes or None, got str 'abc'"),
+    (dict(memory_limit=-5), ValueError, "expected memory_limit as an integer number of bytes >= 0"),
+    (dict(memory_limit=float("nan")), ValueError, "expected memory_limit as an integer number of bytes >= 0"),
+    (dict(timings=[]), TypeError, r"expected timings as a dict to fill \(or None\), got list"),
+])
+def test_exact_conditioning_bad_arguments_name_them(kwargs, exc, match):
+    x = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(exc, match=f"exact_conditioning: {match}"):
+        exact_conditioning(x, depths=[1], **kwargs)
+    if "memory_limit" in kwargs:
+        with pytest.raises(exc, match=f"blockwise_ntk: {match}"):
+            blockwise_ntk(x, depths=[1], **kwargs)

@@ -6,6 +6,7 @@ import pytest
 pytest.importorskip("jax")
 
 import ntkcond  # noqa: E402
+from conftest import load_script  # noqa: E402
 from ntkcond._core.x64 import x64  # noqa: E402
 from ntkcond.runs.depth import RECORD_KEYS, measure_finite_batch  # noqa: E402
 
@@ -126,3 +127,14 @@ def test_records_read_each_built_kernel_without_checking_it_again(monkeypatch):
         calls.clear()
         for key, value in again.items():
             assert rec[key] == value, key
+def test_dead_net_is_named_instead_of_a_kernel_message(tmp_path, capsys):
+    """A width-1 bias-free ReLU net has inputs on which every unit of a layer is inactive: its
+    gradient there is zero and its angles are undefined. The error names the net (width,
+    activation, seed, depth), the batch and the data-set row, in one line, exit 2."""
+    script = load_script("cond_vs_depth")
+    argv = ["--batch", "32", "--max-batches", "1", "--width", "1", "--seeds", "1",
+            "--depths", "0-4", "--no-progress", "--out", str(tmp_path)]
+    assert script.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "the width-1 relu net of seed 0 at depth" in err and "of batch 0 (first: row" in err

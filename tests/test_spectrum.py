@@ -159,6 +159,7 @@ def test_smallest_pairwise_angle_finds_planted_pair():
         (np.array([[1.0, 0.5], [0.4, 1.0]]), r"symmetric matrix, got \|K\[0,1\] - K\[1,0\]\| = 0.1"),
         (np.array([[1.0, 2.0], [2.0, 1.0]]), "positive semi-definite matrix, got eigenvalue -1"),
         (np.zeros((3, 3)), "nonzero kernel"),
+        ([[1.0, 0.0], [0.0]], "expected a 2-D array, got a nested sequence that is not rectangular"),
     ],
 )
 def test_bad_kernels(K, match):
@@ -431,3 +432,15 @@ def test_messages_name_the_public_function_called(fn):
     (``effective_condition_number`` used to report as ``conditioning``)."""
     with pytest.raises(ValueError, match=rf"^{fn.__name__}: expected a (nonzero kernel|positive diagonal)"):
         fn(np.zeros((3, 3)))
+def test_float32_symmetry_tolerance_is_the_documented_one():
+    """conditioning's docstring: |K − Kᵀ| ≤ 1e4·eps·max|K| of K's dtype is rounding, 1.2e-3·max|K|
+    in float32: an asymmetry of 1e-3·max|K| passes in float32 and is refused in float64."""
+    K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    K32 = K.astype(np.float32)
+    K32[0, 1] += np.float32(1e-3 * 2.0)
+    assert conditioning(K32).rank == 2
+    with pytest.raises(ValueError, match="symmetric matrix"):
+        conditioning(K32.astype(np.float64))
+    K32[0, 1] += np.float32(2e-3 * 2.0)  # 3e-3·max|K| > 1.19e-3·max|K|: refused in float32 too
+    with pytest.raises(ValueError, match=r"symmetric matrix, got .*\(> 10000\*eps\*max\|K\|"):
+        conditioning(K32)

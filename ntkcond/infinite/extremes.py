@@ -53,7 +53,7 @@ from .._core.checks import sweep_layers
 from ..activations import parse_activation
 from .recursion import angle_from, gradient_recursion
 from .geometry import kahan_angles
-from .unimodal import certify
+from .unimodal import ALWAYS_AFFORDABLE, certify, verification_cost
 
 __all__ = [
     "ExtremePairs",
@@ -279,7 +279,8 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
 
     φ_L is evaluated at θ_lo and θ_hi with the recursion (``gradient_recursion``, as every route
     does), and the result is the smaller (φ, i, j) of the two. (★) holds by proof (c) of
-    ``unimodal`` when θ_hi ≤ π/2, else per ``unimodal.certify(...)[L].covers``.
+    ``unimodal`` when θ_hi ≤ π/2, else per ``unimodal.certify(...)[L].covers``, the
+    certificate bounded by the cost of the recursion over all pairs (``max_cost``).
 
     Args:
       ext: ``ExtremePairs`` of the data.
@@ -293,7 +294,15 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
     angle = np.array([t_lo, t_hi])
     phis = {L: angle_from(R, Z) for L, _, R, Z, _ in
             gradient_recursion(angle, np.cos(angle), depths, act, layers)}
-    certs = None if t_hi <= _HALF_PI else {c.depth: c for c in certify(act, depths, trainable)}
+    # the certificate only where it is cheaper than the recursion over all pairs (its cost
+    # bound: ``unimodal``, "Cost bound"); else "unverified" and the caller's recursion
+    budget = ext.n * (ext.n - 1) // 2 * max(depths)
+    certs = None
+    if t_hi > _HALF_PI:
+        bounded = verification_cost(act, depths, trainable) > max(budget, ALWAYS_AFFORDABLE)
+        found = (certify(act, depths, trainable, max_cost=budget) if bounded
+                 else certify(act, depths, trainable))
+        certs = {c.depth: c for c in found}
     out = {}
     for L in depths:
         p_lo, p_hi = float(phis[L][0]), float(phis[L][1])

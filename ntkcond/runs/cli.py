@@ -63,9 +63,11 @@ def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = T
 
 
 def parse_depths(text: str) -> list[int]:
-    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, under the library's one depth
+    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, each given once ('1,1' and
+    '0-3,2' are refused: a depth twice is a typo, not a request), under the library's one depth
     contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``)."""
-    depths = set()
+    depths: set = set()
+    repeated: set = set()
     try:
         for part in text.split(","):
             part = part.strip()
@@ -73,17 +75,23 @@ def parse_depths(text: str) -> list[int]:
                 lo, hi = (int(v) for v in part.split("-", 1))
                 if hi < lo:
                     raise ValueError
-                depths.update(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
+                new = set(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
             else:
-                depths.add(int(part))
+                new = {int(part)}
+            repeated |= depths & new
+            depths |= new
     except ValueError:
         raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
     try:
         if not depths:
             raise ValueError
-        return sorted(as_depth(L, "--depths") for L in depths)
+        checked = sorted(as_depth(L, "--depths") for L in depths)
     except ValueError:
         raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
+    if repeated:
+        raise ValueError(f"--depths: expected each depth once, got {sorted(repeated)} more than "
+                         f"once in {text!r}")
+    return checked
 
 
 def parse_width(text: str):
@@ -121,13 +129,16 @@ def _int_at_least_one(text: str, expected: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """'64,128,1000' → sorted list of batch sizes ≥ 2."""
+    """'64,128,1000' → sorted list of batch sizes ≥ 2, each given once."""
     try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
+        given = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ValueError(f"--sizes: expected comma-separated integers, got {text!r}") from None
+    values = sorted(set(given))
     if not values or values[0] < 2:
         raise ValueError(f"--sizes: expected integers >= 2, got {text!r}")
+    if len(values) != len(given):
+        raise ValueError(f"--sizes: expected each size once, got {text!r}")
     return values
 
 

@@ -20,18 +20,18 @@ import time
 import numpy as np
 
 from .. import datasets
-from .._core.checks import as_int
+from .._core.checks import as_count, as_int
 from .._core.io import atomic_savefig
-from ..activations import parse_activation
+from ..activations import parse_activations
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
-from .rundir import data_fingerprint
-from .shared_run import shared_run
-from .rundir import data_fingerprint
 from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
                   parse_sizes, run_main)
+from .depth import check_nonzero_rows, check_spectrum_fields
 from .launcher import add_process_arguments
+from .rundir import check_record_fields, data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch", "main"]
@@ -76,12 +76,19 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
     """
     where = "cond_vs_batch"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a) for a in activations]
+    acts = parse_activations(activations, where)
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
-    sizes = default_sizes(n_max) if sizes is None else sorted({as_int(n, "size", where, 2) for n in sizes})
+    if sizes is not None:
+        given = [as_int(n, "size", where, 2) for n in sizes]
+        if len(set(given)) != len(given):
+            raise ValueError(f"{where}: expected distinct batch sizes, got {given} (each size "
+                             "once)")
+    sizes = default_sizes(n_max) if sizes is None else sorted(given)
     if not sizes or sizes[-1] > n_all:
         raise ValueError(f"{where}: expected batch sizes 2 <= n <= {n_all} ({ds.name}), got {sizes}")
+    check_nonzero_rows(ds, where)
+    seed = as_count(seed, "seed", where, minimum=0)
     order = np.random.default_rng(seed).permutation(n_all)
     config = {"dataset": ds.name, "split": ds.split, "d": d, "sizes": sizes, "depths": depths,
               "activations": [a.name for a in acts], "width": "inf", "trainable": "all",
@@ -91,7 +98,7 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
 
     share = current_share()  # several processes: all compute each size, process 0 writes
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                    where=where) as run:
+                    where=where, outputs=OUTPUTS, validate=record_validator(config, n_all)) as run:
         resumed = len(run.records)
         for n in tqdm(sizes, desc=where, unit="size", disable=not (progress and share.is_root)):
             todo = [a for a in acts if any(run.key({"n": n, "activation": a.name, "depth": L})
@@ -129,6 +136,31 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
                                                   depths=depths, metadata=config)))
         return BatchSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed)
+
+
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("table.csv", "figure.png")
+
+
+def record_validator(config: dict, n_all: int) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): n one
+    of the sizes, activation and depth of the run, d the data's, the spectrum consistent
+    (``runs.depth.check_spectrum_fields``), and with angles an angle in degrees and a pair of
+    two distinct data-set rows."""
+
+    def validate(rec):
+        check_record_fields(rec, {"n": tuple(config["sizes"]), "d": (config["d"],),
+                                  "activation": tuple(config["activations"]),
+                                  "depth": tuple(config["depths"]), "seconds": "float>=0"})
+        check_spectrum_fields(rec)
+        if config["angles"]:
+            check_record_fields(rec, {"min_grad_angle_deg": "angle", "min_grad_angle_pair": "pair"})
+            i, j = rec["min_grad_angle_pair"]
+            if i == j or max(i, j) >= n_all:
+                raise ValueError(f"expected min_grad_angle_pair of two distinct rows < {n_all}, "
+                                 f"got {[i, j]}")
+
+    return validate
 
 
 def _series(records):

@@ -30,17 +30,16 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_depth, as_int
 from .._core.io import atomic_savefig, atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activations
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
-from .depth import iter_finite_batch, iter_infinite_batch
 from ..scale.processes import current_share
-from .rundir import data_fingerprint
-from .shared_run import shared_run
-from .rundir import data_fingerprint
 from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
                   parse_width, positive_int, run_main)
+from .depth import check_nonzero_rows, check_spectrum_fields, iter_finite_batch, iter_infinite_batch
 from .launcher import add_process_arguments
+from .rundir import check_record_fields, data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
@@ -72,6 +71,17 @@ def _width_key(w):
     return math.inf if w == "inf" else int(w)
 
 
+def _unique_widths(widths, where: str) -> list:
+    """Widths "inf" and integers >= 1, each once, sorted (∞ last)."""
+    if isinstance(widths, (str, int)):
+        widths = [widths]
+    items = [w if w == "inf" else as_int(w, "width", where, 1) for w in widths]
+    if not items or len(set(items)) != len(items):
+        raise ValueError(f"{where}: expected one or more distinct widths ('inf' or integers "
+                         f">= 1), got {list(widths)!r}")
+    return sorted(items, key=_width_key)
+
+
 def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=range(11),
                   activations=("relu", "linear"), widths=("inf",), seeds: int = 5,
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
@@ -95,16 +105,15 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
     """
     where = "cond_vs_depth"
     depths = sorted({as_depth(L, where) for L in depths})
-    parsed = {}
-    for a in activations:  # parsed once here; the batches get the Activation objects
-        act = parse_activation(a)
-        parsed.setdefault(act.name, act)
+    # parsed once here (each activation once); the batches get the Activation objects
+    parsed = {act.name: act for act in parse_activations(activations, where)}
     acts = list(parsed)
-    widths = sorted(set(widths), key=_width_key)
+    widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
                                      max_batches=max_batches, drop_last=drop_last)
     _check_batch_memory(batch, len(ds.x), where)
+    check_nonzero_rows(ds, where)
     config = {"dataset": ds.name, "split": ds.split, "batch": batch, "depths": depths,
               "activations": acts, "width": widths, "trainable": trainable,
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,
@@ -114,10 +123,9 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         config["save_spectra"] = True
     share = current_share()  # several processes: the calls split, process 0 writes
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                    where=where) as run:
+                    where=where, outputs=OUTPUTS,
+                    validate=record_validator(config, [len(i) for i in index_batches])) as run:
         resumed = len(run.records)
-        if overwrite and share.is_root:
-            _discard_spectra(run)
         todo = []  # (batch, activation, width, seed, depths still missing)
         for b in range(len(index_batches)):
             for width in widths:
@@ -201,6 +209,49 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         return share.broadcast(result)
 
 
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("summary.csv", "figure.png", "spectra", "spectra.npz", "spectra.png")
+
+
+def record_validator(config: dict, batch_sizes) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): every
+    field of ``runs.depth.RECORD_KEYS`` of the right kind and range, the key fields within the
+    configuration (a batch index below the number of batches, n its size, a depth, activation,
+    width, seed and trainable of the run), the spectrum consistent (``check_spectrum_fields``)
+    and the pair's indices distinct."""
+    widths, seeds = config["width"], config["init_seeds"] or []
+
+    def validate(rec):
+        check_record_fields(rec, {
+            "dataset": (config["dataset"],), "split": (config["split"],),
+            "batch_index": "int>=0", "depth": tuple(config["depths"]),
+            "activation": tuple(config["activations"]), "trainable": (config["trainable"],),
+            "min_grad_angle_deg": "angle", "min_grad_angle_pair": "pair",
+            "min_input_angle_deg": "angle", "seconds": "float>=0"})
+        # fields added later: checked when present, so older runs still resume
+        check_record_fields(rec, {k: v for k, v in (("lambda_min_upper_bound", "float"),
+                                                     ("lambda_min_bound_ratio", "float|None"))
+                                  if k in rec})
+        if rec["batch_index"] >= len(batch_sizes):
+            raise ValueError(f"expected batch_index < {len(batch_sizes)} (the run's batches), got "
+                             f"{rec['batch_index']}")
+        if rec.get("width") not in widths:
+            raise ValueError(f"expected width in {widths}, got {rec.get('width')!r}")
+        if rec["width"] == "inf" and rec.get("seed") is not None:
+            raise ValueError(f"expected seed null at width inf, got {rec.get('seed')!r}")
+        if rec["width"] != "inf" and (rec.get("seed") not in seeds or isinstance(rec.get("seed"), bool)):
+            raise ValueError(f"expected seed in {seeds}, got {rec.get('seed')!r}")
+        check_spectrum_fields(rec)
+        if rec["n"] != batch_sizes[rec["batch_index"]]:
+            raise ValueError(f"expected n = {batch_sizes[rec['batch_index']]} (the size of batch "
+                             f"{rec['batch_index']}), got {rec['n']}")
+        i, j = rec["min_grad_angle_pair"]
+        if i == j:
+            raise ValueError(f"expected min_grad_angle_pair of two distinct rows, got {[i, j]}")
+
+    return validate
+
+
 def grid_calls(todo) -> list[tuple]:
     """The work items ``todo`` of ``cond_vs_depth`` — (batch, activation, width, seed, missing
     depths), in record order — as calls (batch, width, activations, seeds, missing depths).
@@ -241,18 +292,6 @@ def spectrum_key(rec: dict) -> str:
     seed = "-" if rec["seed"] is None else rec["seed"]
     act = str(rec["activation"]).replace(":", "")
     return f"b{rec['batch_index']}_L{rec['depth']}_{act}_w{rec['width']}_s{seed}"
-
-
-def _discard_spectra(run) -> None:
-    """Remove the spectra of a run being overwritten (spectra/*.npy, spectra.npz, spectra.png)."""
-    folder = run.file("spectra")
-    if os.path.isdir(folder):
-        for name in os.listdir(folder):
-            if name.endswith(".npy"):
-                os.unlink(os.path.join(folder, name))
-    for name in ("spectra.npz", "spectra.png"):
-        if os.path.exists(run.file(name)):
-            os.unlink(run.file(name))
 
 
 def _save_npy(path: str, array) -> None:

@@ -37,7 +37,7 @@ from ..spectrum import (
 
 EPS64 = float(np.finfo(np.float64).eps)
 
-__all__ = ["RECORD_KEYS", "spectrum_record", "scaled_record", "iter_infinite_batch", "iter_finite_batch",
+__all__ = ["RECORD_KEYS", "spectrum_record", "scaled_record", "check_spectrum_fields", "check_nonzero_rows", "iter_infinite_batch", "iter_finite_batch",
            "measure_infinite_batch", "measure_finite_batch"]
 
 RECORD_KEYS = (
@@ -63,6 +63,48 @@ RECORD_KEYS = (
     "lambda_min_bound_ratio",
     "seconds",
 )
+
+
+def check_nonzero_rows(ds, where: str) -> None:
+    """ValueError naming the first zero row of the data set ``ds`` by its row in the file (not
+    by its place in a shuffled batch): a zero input has no direction, so its angles are
+    undefined."""
+    zero = ~np.any(ds.x != 0, axis=1)
+    if zero.any():
+        row = int(np.argmax(zero))
+        raise ValueError(f"{where}: expected nonzero inputs (a zero row has no angle to the "
+                         f"others), got {int(zero.sum())} zero row(s) in {ds.name}, the first "
+                         f"row {row} of the data set (after preprocessing); drop it")
+
+
+def check_spectrum_fields(rec: dict) -> None:
+    """Check the spectrum fields of a stored record (``runs.rundir.check_record_fields``
+    kinds, then consistency): n ≥ 1, 0 < lambda_min_nonzero ≤ lambda_max, 1 ≤ rank ≤ n,
+    kappa_eff = lambda_max/lambda_min_nonzero (to 1e-12 relative: it is computed so) and at
+    most 1/(n·eps₆₄), the largest κ_eff the cutoff τ = n·eps·λmax lets through; where present,
+    kappa ≥ kappa_eff or None and precision_limited a bool. ValueError naming the field otherwise."""
+    from .rundir import check_record_fields
+
+    check_record_fields(rec, {"n": "int>=1", "lambda_max": "float>0",
+                              "lambda_min_nonzero": "float>0", "rank": "int>=1",
+                              "kappa_eff": "float>0"})
+    # kappa and precision_limited: in the κ records, not in train_vs_depth's
+    check_record_fields(rec, {k: v for k, v in (("kappa", "float>0|None"),
+                                                 ("precision_limited", "bool")) if k in rec})
+    n, lam_max, lam_min, kappa_eff = rec["n"], rec["lambda_max"], rec["lambda_min_nonzero"], rec["kappa_eff"]
+    if rec["rank"] > n:
+        raise ValueError(f"expected rank <= n = {n}, got {rec['rank']}")
+    if lam_min > lam_max * (1 + 1e-12):
+        raise ValueError(f"expected lambda_min_nonzero <= lambda_max = {lam_max!r}, got {lam_min!r}")
+    if abs(kappa_eff - lam_max / lam_min) > 1e-12 * kappa_eff:
+        raise ValueError(f"expected kappa_eff = lambda_max/lambda_min_nonzero = "
+                         f"{lam_max / lam_min!r}, got {kappa_eff!r}")
+    ceiling = 1.0 / (n * np.finfo(np.float64).eps)
+    if kappa_eff > ceiling * (1 + 1e-9):
+        raise ValueError(f"expected kappa_eff <= 1/(n*eps) = {ceiling:.6g} (larger values fall "
+                         f"below the cutoff), got {kappa_eff!r}")
+    if rec.get("kappa") is not None and rec["kappa"] < kappa_eff * (1 - 1e-12):
+        raise ValueError(f"expected kappa >= kappa_eff = {kappa_eff!r} or null, got {rec['kappa']!r}")
 
 
 def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict:
@@ -237,6 +279,7 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
             def work():
                 start = time.perf_counter()
                 K, kernel = _finite_kernel(batch, net, params, trainable, where)
+                _check_alive(K, index, act, width, seed, depth, meta)
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
                            seed=seed, trainable=trainable)
@@ -262,6 +305,20 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
         if on_spectrum is not None:
             on_spectrum(spectrum)
         yield rec
+
+
+def _check_alive(K, index, act, width, seed, depth, meta) -> None:
+    """ValueError naming the net when a gradient is zero on an input of the batch (K_ii = 0):
+    a small bias-free ReLU net with every unit of a layer inactive there is dead on it, and
+    its angles (and for the zero kernel, κ) are undefined."""
+    dead = np.flatnonzero(np.diagonal(K) <= 0)
+    if dead.size:
+        where = f" of batch {meta['batch_index']}" if "batch_index" in meta else ""
+        raise ValueError(
+            f"iter_finite_batch: the width-{width} {act.name} net of seed {seed} at depth {depth} is "
+            f"dead on {dead.size} of the {K.shape[0]} inputs{where} (first: row {int(index[dead[0]])} "
+            "of the data set): its gradient there is zero, every unit of a hidden layer "
+            "inactive, so gradient angles and kappa_eff are undefined; use a larger --width")
 
 
 def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, ScaledKernel]:

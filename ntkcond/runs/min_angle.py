@@ -18,15 +18,14 @@ import os
 
 from .. import datasets
 from .._core.io import atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activations
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
-from .rundir import data_fingerprint
-from .shared_run import shared_run
-from .rundir import data_fingerprint
 from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
                   run_main)
 from .launcher import add_process_arguments
+from .rundir import check_record_fields, data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["MinAngleRun", "min_angle", "format_table", "main"]
@@ -63,7 +62,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
     """
     where = "min_angle"
     depths = sorted(set(depths))
-    acts = [parse_activation(a).name for a in activations]
+    acts = [a.name for a in parse_activations(activations, where)]
     x = ds.x
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
@@ -75,7 +74,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(x)}
     share = current_share()  # several processes: process 0 writes, all compute (runs.launcher)
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                    where=where) as run:
+                    where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
 
         def complete():  # process 0: a finished run to return as it is, else None
@@ -119,6 +118,29 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
             return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
 
         return share.on_root(write)
+
+
+#: What a run derives (deleted first by an overwrite, ``runs.rundir``); the checkpoints too.
+OUTPUTS = ("result.json", "table.csv", CHECKPOINT, CHECKPOINT + ".recursion")
+
+
+def record_validator(config: dict) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): an
+    activation and depth of the run, angle_rad in [0, π] with angle_deg its value in degrees
+    (to 1e-12 relative), and a pair 0 ≤ i < j < n."""
+    n = config["n"]
+
+    def validate(rec):
+        check_record_fields(rec, {"activation": tuple(config["activations"]),
+                                  "depth": tuple(config["depths"]), "angle_rad": "float>=0",
+                                  "angle_deg": "angle", "i": "int>=0", "j": "int>=0"})
+        if rec["angle_rad"] > math.pi or abs(math.degrees(rec["angle_rad"]) - rec["angle_deg"]) > 1e-12 * 180:
+            raise ValueError(f"expected angle_rad in [0, pi] with angle_deg = degrees(angle_rad), "
+                             f"got {rec['angle_rad']!r} and {rec['angle_deg']!r}")
+        if not rec["i"] < rec["j"] < n:
+            raise ValueError(f"expected a pair 0 <= i < j < n = {n}, got ({rec['i']}, {rec['j']})")
+
+    return validate
 
 
 def format_table(result: dict) -> str:

@@ -32,7 +32,7 @@ class RunView(RunDir):
 
 @contextlib.contextmanager
 def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
-               overwrite: bool = False, where: str = "open_run"):
+               overwrite: bool = False, where: str = "open_run", outputs=(), validate=None):
     """``open_run`` in process 0, a ``RunView`` of it in the others (module docstring).
 
     Raises (in every process): what ``open_run`` raises in process 0, or ValueError when the
@@ -41,7 +41,7 @@ def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
     share = current_share()
     if not share.distributed:
         with open_run(out, config, key_fields=key_fields, resume=resume, overwrite=overwrite,
-                      where=where) as run:
+                      where=where, outputs=outputs, validate=validate) as run:
             yield run
         return
     configs = share.allgather(json.loads(json.dumps(config)))
@@ -55,7 +55,7 @@ def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
     if share.is_root:
         try:
             run = open_run(out, config, key_fields=key_fields, resume=resume,
-                           overwrite=overwrite, where=where)
+                           overwrite=overwrite, where=where, outputs=outputs, validate=validate)
         except Exception as err:  # noqa: BLE001 (raised in every process below)
             error = err
     state = share.broadcast((None if run is None else (run.path, run.config, run.records), error))

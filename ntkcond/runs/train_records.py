@@ -93,6 +93,20 @@ def _spectrum_fields(K, r0, rel_target) -> dict:
             "kappa_target": _none_if_inf(target_condition_number(K, r0, rel_target))}
 
 
+def dead_net_fields(f0, y) -> dict:
+    """The fields of a net that is dead at initialisation: its empirical NTK is the zero
+    matrix (for a bias-free ReLU net of small width, every unit of some hidden layer is
+    inactive on every input), so its gradient is zero and gradient descent never moves it
+    (``dead`` True, nothing reached, no κ; loss stays loss₀ = ½‖f₀ − y‖²)."""
+    r0 = np.asarray(f0, np.float64).reshape(-1) - np.asarray(y, np.float64)
+    return {"dead": True, "lr": None, "lambda_max": 0.0, "lambda_min_nonzero": None, "rank": 0,
+            "kappa_eff": None, "kappa_target": None, "loss0": 0.5 * float(r0 @ r0),
+            "steps": None, "reached": False, "diverged": False, "steps_run": 0,
+            "rel_loss_at_stop": 1.0, "predicted_steps": None, "predicted_finite": False,
+            "predicted_rel_loss_at_stop": 1.0, "ntk_drift": None, "kappa_eff_end": None,
+            "lambda_max_end": 0.0}
+
+
 def _predicted_rel_loss(K, y, lr, steps, f0=None) -> float:
     curve = ntk_gd_loss(K, y, lr=lr, steps=int(steps), f0=f0)
     return float(curve[-1] / curve[0])
@@ -140,6 +154,8 @@ def finite_record(x, y, *, depth: int, activation, width: int, seed: int, rel_ta
         f0 = np.asarray(net.apply(params, xj), np.float64)
     rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
                activation=act.name, width=int(width), seed=int(seed))
+    if not np.any(K0):  # dead at init: every unit of some layer inactive on every input
+        return dict(rec, **dead_net_fields(f0, y), seconds=time.perf_counter() - start)
     rec.update(_spectrum_fields(K0, f0 - y, rel_target))
     lr = rec["lr"]
     predicted = steps_to_loss(K0, y, lr=lr, rel_target=rel_target, f0=f0)

@@ -34,6 +34,11 @@ Diagnostics per record: κ_eff of the kernel (``conditioning``); κ_target
 relative drift ‖Θ_end − Θ₀‖_F/‖Θ₀‖_F of the empirical NTK over training (Θ_end after the
 ``steps_run`` steps computed, at most ``CHUNK`` − 1 past the stop).
 
+A net dead at initialisation (its empirical NTK the zero matrix: at width 1 or 2 a bias-free
+ReLU net often has a layer whose every unit is inactive on every input) cannot train: it is
+recorded with ``dead`` true (no κ, nothing reached; ``train_records.dead_net_fields``) and the
+sweep goes on; the table says "dead".
+
 Records (``records.jsonl``, one per depth × activation × width; seed None at width "inf"):
 dataset, split, n, d, depth, activation, width, seed, target, center, rel_target, max_steps,
 lr, lambda_max, lambda_min_nonzero, rank, kappa_eff, kappa_target (None: ∞), loss0, steps,
@@ -55,11 +60,12 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_int, positive
 from .._core.io import atomic_savefig
-from ..activations import parse_activation
+from ..activations import parse_activations
 from .gradient_descent import CHUNK, GDRun, train_to_loss
 from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
                   parse_width, positive_float, positive_int, run_main)
-from .rundir import data_fingerprint, open_run
+from .depth import check_spectrum_fields
+from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 from .train_records import finite_record, infinite_record, make_targets, target_condition_number
 
@@ -71,7 +77,7 @@ KEY_FIELDS = ("depth", "activation", "width", "seed")
 CSV_FIELDS = ["depth", "activation", "width", "seed", "n", "kappa_eff", "kappa_target", "lr",
               "steps", "reached", "predicted_steps", "rel_loss_at_stop",
               "predicted_rel_loss_at_stop", "ntk_drift", "kappa_eff_end", "lambda_max_end", "rank",
-              "lambda_max", "loss0", "steps_run", "diverged", "seconds"]
+              "lambda_max", "loss0", "steps_run", "diverged", "seconds", "dead"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,8 +125,12 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
     where = "train_vs_depth"
     t_start = time.perf_counter()
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a).name for a in activations]
-    widths = sorted({w if w == "inf" else as_int(w, "width", where, 1) for w in widths}, key=_width_key)
+    acts = [a.name for a in parse_activations(activations, where)]
+    widths = [w if w == "inf" else as_int(w, "width", where, 1) for w in widths]
+    if not widths or len(set(widths)) != len(widths):
+        raise ValueError(f"{where}: expected one or more distinct widths ('inf' or integers "
+                         f">= 1), got {widths}")
+    widths = sorted(widths, key=_width_key)
     rel_target = positive(rel_target, "rel_target", where)
     max_steps = as_int(max_steps, "max_steps", where, 1)
     init_seed = as_int(init_seed, "init_seed", where, 0)
@@ -136,7 +146,7 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
             "rel_target": rel_target, "max_steps": max_steps}
     items = [(L, a, w) for w in widths for L in depths for a in acts]
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+                  where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         resumed = len(run.records)
         from tqdm.auto import tqdm
 
@@ -166,6 +176,50 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
                           seconds=time.perf_counter() - t_start)
 
 
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("table.csv", "figure.png")
+
+
+def record_validator(config: dict) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): depth,
+    activation, width and seed of the run (seed null at width inf, ``init_seed`` otherwise),
+    n, rel_target and max_steps of the run, counts within the cap, losses ≥ 0, the spectrum
+    consistent (``runs.depth.check_spectrum_fields``) and lr = 1/lambda_max; a dead net
+    (``ntkcond.runs.train_records.dead_net_fields``) has no spectrum to check."""
+
+    def validate(rec):
+        check_record_fields(rec, {
+            "depth": tuple(config["depths"]), "activation": tuple(config["activations"]),
+            "n": (config["n"],), "rel_target": (config["rel_target"],),
+            "max_steps": (config["max_steps"],), "steps": "int>=0|None",
+            "predicted_steps": "int>=0|None", "predicted_finite": "bool",
+            "loss0": "float>=0", "predicted_rel_loss_at_stop": "float>=0",
+            "kappa_target": "float>0|None", "seconds": "float>=0"})
+        w = rec.get("width")
+        if w not in config["widths"] or isinstance(w, bool):
+            raise ValueError(f"expected width in {config['widths']}, got {w!r}")
+        want_seed = None if w == "inf" else config["init_seed"]
+        if rec.get("seed") != want_seed or isinstance(rec.get("seed"), bool):
+            raise ValueError(f"expected seed {want_seed!r} at width {w}, got {rec.get('seed')!r}")
+        if rec["steps"] is not None and rec["steps"] > config["max_steps"]:
+            raise ValueError(f"expected steps <= max_steps = {config['max_steps']}, got {rec['steps']}")
+        if rec.get("dead"):
+            return
+        check_spectrum_fields(rec)
+        check_record_fields(rec, {"lr": "float>0"})
+        if abs(rec["lr"] * rec["lambda_max"] - 1.0) > 1e-12:
+            raise ValueError(f"expected lr = 1/lambda_max = {1.0 / rec['lambda_max']!r}, got {rec['lr']!r}")
+        if w != "inf":
+            check_record_fields(rec, {"reached": "bool", "diverged": "bool",
+                                      "steps_run": "int>=0", "rel_loss_at_stop": "float>=0",
+                                      "ntk_drift": "float>=0"})
+            if rec["reached"] != (rec["steps"] is not None):
+                raise ValueError(f"expected reached = (steps is not null), got reached "
+                                 f"{rec['reached']} with steps {rec['steps']}")
+
+    return validate
+
+
 def _steps_text(v, cap=None):
     """An int step count; None as '>cap' (measured, not reached) or 'inf' (predicted)."""
     if v is None:
@@ -183,14 +237,15 @@ def format_table(records) -> str:
     for r in sorted(records, key=_order):
         finite = r["width"] != "inf"
         kt = r["kappa_target"]
-        measured = (("diverged" if r["diverged"] else _steps_text(r["steps"], cap=r["max_steps"]))
-                    if finite else "")
-        body.append([str(r["depth"]), r["activation"], str(r["width"]), f"{r['kappa_eff']:.4g}",
+        measured = (("dead" if r.get("dead") else "diverged" if r["diverged"]
+                     else _steps_text(r["steps"], cap=r["max_steps"])) if finite else "")
+        kappa = "dead" if r.get("dead") else f"{r['kappa_eff']:.4g}"
+        body.append([str(r["depth"]), r["activation"], str(r["width"]), kappa,
                      "inf" if kt is None else f"{kt:.4g}", measured,
                      _steps_text(r["predicted_steps"]),
                      f"{r['rel_loss_at_stop']:.3g}" if finite else "",
                      f"{r['predicted_rel_loss_at_stop']:.3g}",
-                     f"{r['ntk_drift']:.3g}" if finite else ""])
+                     f"{r['ntk_drift']:.3g}" if finite and not r.get("dead") else ""])
     return text_table(header, body)
 
 
@@ -231,7 +286,7 @@ def plot_train_vs_depth(records, path: str, *, title: str = "", metadata: dict |
             ax.plot(inf_L, [top] * len(inf_L), "^", color=colour, ms=7, mfc="none",
                     label=f"{act}: predicted ∞ ({what})" if inf_L else None)
             kt = [np.nan if r["kappa_target"] is None else r["kappa_target"] for r in sel]
-            bx.plot(L, [r["kappa_eff"] for r in sel], style, color=colour, marker=mark, ms=4,
+            bx.plot(L, [np.nan if r["kappa_eff"] is None else r["kappa_eff"] for r in sel], style, color=colour, marker=mark, ms=4,
                     mfc="none", label=f"{act}: κ_eff, {what}")
             if w == "inf":
                 continue
@@ -239,7 +294,7 @@ def plot_train_vs_depth(records, path: str, *, title: str = "", metadata: dict |
             meas = [r["steps"] if r["reached"] else np.nan for r in sel]
             ax.plot(L, meas, "-", color=colour, marker="o", ms=5,
                     label=f"{act}: measured, width {w}")
-            capped = [r for r in sel if not r["reached"]]
+            capped = [r for r in sel if not r["reached"] and not r.get("dead")]
             if capped:
                 ax.plot([r["depth"] for r in capped], [r["max_steps"] for r in capped], "x",
                         color=colour, ms=9, mew=2, label=f"{act}: not reached by the cap (width {w})")

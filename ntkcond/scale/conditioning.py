@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from .._core.checks import as_data
-from .._core.memory import check_memory
+from .._core.memory import as_memory_limit, check_memory
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
 from .processes import current_share, exchange_tiles
@@ -90,6 +90,7 @@ def blockwise_ntk(
 def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
                    workers, where):
     """``blockwise_ntk`` with the caller's name in its errors."""
+    memory_limit = as_memory_limit(memory_limit, where)
     x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block, where)
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
@@ -160,6 +161,9 @@ def exact_conditioning(
     import scipy.linalg
 
     where = "exact_conditioning"
+    if timings is not None and not isinstance(timings, dict):
+        raise TypeError(f"{where}: expected timings as a dict to fill (or None), got "
+                        f"{type(timings).__name__} {timings!r}")
     n = as_data(x, where, "x").shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     start = time.perf_counter()

@@ -55,7 +55,7 @@ import time
 
 import numpy as np
 
-from .._core.checks import as_int
+from .._core.checks import as_count, as_int, positive
 from .._core.memory import available_memory
 from .._core.threads import single_threaded_blas
 from ..spectrum import resolve_tolerances
@@ -261,8 +261,12 @@ def matrix_free_conditioning(
         λ_min⁺ is then about residual²/gap: 1e-10 gives κ_eff to ~1e-12 on MNIST, n = 2000).
       maxiter: passes at most before the final one (sketch passes and deflation restarts
         included); unconverged results say so (``converged``, ``residual``).
-      null_space: optional (n, m) basis of a known null space, deflated from the start (as are
-        the null vectors of duplicated input directions).
+      null_space: optional (n, m) basis (m < n; or one (n,) vector) of a known null space,
+        deflated from the start (as are the null vectors of duplicated input directions). It
+        is checked first, in one pass K·[N, 1]: with N orthonormalised, ‖KN‖₂ must be at most
+        max(τ̂, 16·√n·eps·λ̂), τ̂ = max(atol, rtol·λ̂) the cutoff at λ̂ = max(max_i K_ii, 1ᵀK1/n) ≤
+        λ_max (a lower bound, so the test errs on the strict side); a basis that K does not
+        annihilate would deflate real eigenvalues and give a wrong κ_eff, and is refused.
       max_deflations: times converged null directions may be locked before giving up.
       seed: seed of the random sketch and starting blocks.
       sketch: rank r of the Nyström preconditioner (at most n/4; 0: none); default
@@ -282,18 +286,30 @@ def matrix_free_conditioning(
       ``MatrixFreeConditioning``.
 
     Raises:
-      ValueError: bad sizes, or a null space not exhausted after ``max_deflations`` lockings.
+      TypeError, ValueError: bad sizes (n < 4 rows: use ``exact_conditioning``), counts,
+        tolerances or seed; a ``null_space`` of the wrong shape, not finite, or not null for
+        K; a null space not exhausted after ``max_deflations`` lockings.
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
     x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
+    lanczos_tol = positive(lanczos_tol, "lanczos_tol", where)
+    lobpcg_tol = positive(lobpcg_tol, "lobpcg_tol", where)
+    maxiter = as_count(maxiter, "maxiter", where, 1)
+    max_deflations = as_count(max_deflations, "max_deflations", where, 0)
+    seed = as_count(seed, "seed", where, 0)
+    null_space = _as_null_space(null_space, n, where)
     if act.is_linear:
         return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
+    if n < 4:
+        raise ValueError(f"{where}: expected n >= 4 rows for the iterative route (a LOBPCG block "
+                         f"of k >= 1 vectors needs k < n/2), got n = {n}; use "
+                         "ntkcond.exact_conditioning for so few rows")
     k = min(64, max(1, n // 4)) if k is None else as_int(k, "k", where, 1)
     if not 1 <= k < n // 2:
-        raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2}, got k = {k}")
+        raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2} (n = {n} rows), got k = {k}")
     rank = default_sketch(n) if sketch is None else min(as_int(sketch, "sketch", where, 0), n // 4)
     top = min(as_int(top, "top", where, 1), max(1, n // 4))
     power = as_int(power, "power", where, 0)
@@ -315,6 +331,51 @@ def matrix_free_conditioning(
                       where, rs)
 
 
+def _as_null_space(null_space, n: int, where: str):
+    """``null_space`` as a finite float64 (n, m) array with m < n (an (n,) vector: m = 1), or
+    None; TypeError/ValueError naming what is wrong."""
+    if null_space is None:
+        return None
+    if not (hasattr(null_space, "__array__") or isinstance(null_space, (list, tuple))):
+        raise TypeError(f"{where}: expected null_space as an (n, m) array, got "
+                        f"{type(null_space).__name__}")
+    try:
+        arr = np.asarray(null_space)
+    except (ValueError, TypeError):
+        raise ValueError(f"{where}: expected null_space as an (n, m) array, got a nested sequence "
+                         "that is not rectangular") from None
+    if arr.dtype == object or arr.dtype == np.bool_ or not (
+            np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{where}: expected null_space with a real dtype, got {arr.dtype}")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] >= n:
+        raise ValueError(f"{where}: expected null_space of shape (n, m) = ({n}, m) with m < {n} "
+                         f"(one column per null vector), got shape {np.shape(null_space)}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{where}: expected finite null_space entries, got NaN or Inf")
+    return arr
+
+
+def _check_null_space(op, N, diag_max, rtol, atol, where, rs):
+    """Refuse a user null space that K does not annihilate (``matrix_free_conditioning``,
+    ``null_space``): one pass K·[N, 1] with N orthonormalised."""
+    n = N.shape[0]
+    ones = np.ones((n, 1)) / math.sqrt(n)
+    prods = op(np.hstack([N, ones]))
+    KN, K1 = prods[:, :-1], prods[:, -1]
+    lam_lo = max(diag_max, float(ones[:, 0] @ K1))
+    limit = max(atol, rtol * lam_lo, 16 * math.sqrt(n) * np.finfo(np.float64).eps * lam_lo)
+    s = np.linalg.svd(KN, compute_uv=False)
+    norm = float(s[0]) if s.size else 0.0
+    if norm > limit:
+        raise ValueError(f"{where}: expected null_space to span null vectors of K (||K N||_2 <= "
+                         f"{limit:.3g} for N orthonormalised, the cutoff at lambda_max >= "
+                         f"{lam_lo:.4g}), got ||K N||_2 = {norm:.3g}: deflating it would remove "
+                         "real eigenvalues and give a wrong kappa_eff")
+
+
 def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lobpcg_tol,
            maxiter, null_space, max_deflations, seed, start, where, rs):
     """The solver of ``matrix_free_conditioning`` (steps 1–4 of the module docstring)."""
@@ -324,8 +385,10 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
     diag = kernel_tile(xh[:1], np.ones(1), 1, 0, 1, 0, 1, act, [depth], layers)[depth][0, 0]
     floor = max(atol, rtol * float(diag) * float(np.max(norms)) ** 2 / d)
     Y = known_null_space(xh, norms, d, act, layers, depth, floor, rng)
-    if null_space is not None:
-        extra = np.asarray(null_space, dtype=np.float64).reshape(n, -1)
+    if null_space is not None and null_space.shape[1]:
+        extra = orthonormal(null_space, rs=rs)
+        diag_max = float(diag) * float(np.max(norms)) ** 2 / d
+        _check_null_space(op, extra, diag_max, rtol, atol, where, rs)
         Y = orthonormal(np.hstack([Y, extra]), rs=rs)
     known = Y.shape[1]
     low, high = None, Lobpcg(orthonormal(rng.standard_normal((n, top)), (Y,), rs=rs), True, rs)

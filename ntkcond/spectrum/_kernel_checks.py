@@ -67,7 +67,11 @@ def float_eps(dtype) -> float | None:
 def as_square_kernel(K, where: str) -> tuple[np.ndarray, np.dtype]:
     """Validate K and return it as float64 together with the dtype it arrived in."""
     if hasattr(K, "__array__") or isinstance(K, (list, tuple)):
-        arr = np.asarray(K)
+        try:
+            arr = np.asarray(K)
+        except (ValueError, TypeError):  # e.g. a ragged nested list
+            raise ValueError(f"{where}: expected a 2-D array, got a nested sequence that is not "
+                             "rectangular (rows of different lengths)") from None
     else:
         raise TypeError(f"{where}: expected a 2-D array, got {type(K).__name__}")
     if arr.dtype == object or not (
@@ -84,9 +88,9 @@ def as_square_kernel(K, where: str) -> tuple[np.ndarray, np.dtype]:
     dtype = np.dtype(np.float64) if np.issubdtype(arr.dtype, np.integer) else arr.dtype
     K64 = arr.astype(np.float64)
     if not np.all(np.isfinite(K64)):
-        bad = np.argwhere(~np.isfinite(K64))[0]
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(K64))[0])
         raise ValueError(
-            f"{where}: expected finite entries, got {K64[tuple(bad)]} (NaN or Inf) at {tuple(bad)}"
+            f"{where}: expected finite entries, got {K64[bad]} (NaN or Inf) at {bad}"
         )
     return K64, dtype
 

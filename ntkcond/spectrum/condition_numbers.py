@@ -84,7 +84,11 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     Args:
       K: (n, n) symmetric PSD matrix (numpy, jax or nested lists; integer or floating dtype,
         bfloat16 included). It is symmetrised as (K + Kᵀ)/2 and diagonalised with a float64
-        ``eigvalsh``.
+        ``eigvalsh``. The symmetry test allows |K − Kᵀ| ≤ 1e4·eps·max|K| of K's own dtype as
+        rounding: 2.2e-12·max|K| in float64, but 1.2e-3·max|K| in float32 (the rounding of a
+        float32 Gram product of ~10⁸ terms) and more than max|K| in float16/bfloat16 (no
+        test): an asymmetry below that is not detected in a low-precision kernel and enters
+        κ only through (K + Kᵀ)/2; pass K in float64 for the tight test.
       rtol: relative cutoff (a real number ≥ 0); default n·eps of float64 (numpy
         ``matrix_rank``'s convention).
       atol: absolute cutoff (a real number ≥ 0, in the units of K); default 0. The cutoff is

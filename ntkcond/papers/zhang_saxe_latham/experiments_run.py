@@ -18,6 +18,15 @@ from .figures import plot
 __all__ = ["run_experiments", "main"]
 
 
+def _check_record(rec: dict) -> None:
+    """A stored record: a name, and its settings and summary as JSON objects."""
+    if not isinstance(rec.get("name"), str):
+        raise ValueError(f"expected name as a string, got {rec.get('name')!r}")
+    for field in ("settings", "summary"):
+        if not isinstance(rec.get(field), dict):
+            raise ValueError(f"expected {field} as a JSON object, got {type(rec.get(field)).__name__}")
+
+
 def run_experiments(experiments: dict, out: str, *, config: dict, write_all: bool = False,
                     resume: bool = False, overwrite: bool = False, progress=None) -> dict:
     """Run ``experiments`` ({name: (function, kwargs)}) into the run directory ``out``.
@@ -41,7 +50,8 @@ def run_experiments(experiments: dict, out: str, *, config: dict, write_all: boo
     wrap = progress or (lambda it, name: it)
     summary = {}
     with open_run(out, config, key_fields=("name",), resume=resume, overwrite=overwrite,
-                  where="biasfree_dynamics") as run:
+                  where="biasfree_dynamics", outputs=("*.png", "summary_*.json", "summary.json"),
+                  validate=_check_record) as run:
         done = {r["name"]: r for r in run.records}
         for name in wrap(list(experiments), None):
             fn, kwargs = experiments[name]

@@ -57,6 +57,11 @@ def _group_outputs(result, x, y, groups, alpha):
     return np.array(out).T
 
 
+#: Largest data size of ``orthogonal`` (n orthogonal points are an n × n input matrix; the
+#: paper's figure uses n ≤ 16, and n = 2048 already costs ~32 MiB per array and minutes).
+MAX_ORTHOGONAL_SIZE = 2048
+
+
 def orthogonal(*, sizes=None, data: str = "basis", seeds=None, fast: bool = False,
                seed: int = 0, progress: Progress | None = None) -> ExperimentResult:
     """A ReLU net trained on n orthogonal points (``sizes``, default 2, 4, 8, 16; fast: 2, 4,
@@ -80,6 +85,13 @@ def orthogonal(*, sizes=None, data: str = "basis", seeds=None, fast: bool = Fals
         raise ValueError(f"orthogonal: expected data 'basis' or 'digits', got {data!r}")
     if not sizes or min(sizes) < 1 or (data == "digits" and max(sizes) > 64):
         raise ValueError(f"orthogonal: expected data sizes in 1..64, got {sizes!r}")
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"orthogonal: expected distinct data sizes, got {sizes!r} (each once)")
+    if max(sizes) > MAX_ORTHOGONAL_SIZE:
+        raise ValueError(
+            f"orthogonal: expected data sizes <= {MAX_ORTHOGONAL_SIZE} (n orthogonal points "
+            f"need n x n inputs and a width-2n net trained for ~1e4 steps: n = {max(sizes)} "
+            f"needs {8 * max(sizes) * (max(sizes) + 2) / 2**30:.3g} GiB per array), got {sizes!r}")
     draws = seed_list("orthogonal", seed, (3 if fast else 5) if seeds is None else seeds)
     bar = progress_callback(progress)
     rng = np.random.default_rng(seed)
