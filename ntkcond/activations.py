@@ -39,6 +39,7 @@ __all__ = [
     "CallableActivation",
     "SMOOTH_NAMES",
     "parse_activation",
+    "parse_activations",
     "norm_preserving_scale",
     "require_leaky",
     "parse_unit_slope",
@@ -442,6 +443,34 @@ def parse_activation(activation):
     if not np.isfinite(slope) or not -1.0 <= slope <= 1.0:
         raise ValueError(f"parse_activation: expected a leaky-ReLU slope in [-1, 1], got {slope!r}")
     return Activation(slope + 0.0)  # -0.0 → 0.0
+
+
+def parse_activations(activations, where: str) -> list:
+    """A list of activations: one spelling (a str such as "relu", or an activation object) is
+    one activation; otherwise an iterable of spellings (``parse_activation``). ValueError for
+    none, or for the same activation twice (also spelled differently, e.g. "relu" and
+    "ReLU"), naming ``where``."""
+    if isinstance(activations, (str, Activation, SmoothActivation, CallableActivation)) or (
+            callable(activations) and not isinstance(activations, type)):
+        activations = [activations]
+    try:
+        items = list(activations)
+    except TypeError:
+        raise TypeError(f"{where}: expected activations as a spelling such as 'relu' or a list of "
+                        f"them, got {type(activations).__name__} {activations!r}") from None
+    try:
+        acts = [parse_activation(a) for a in items]
+    except (TypeError, ValueError) as err:  # name the caller, not the parser
+        message = str(err).removeprefix("parse_activation: ")
+        raise type(err)(f"{where}: activations: {message}") from None
+    if not acts:
+        raise ValueError(f"{where}: expected at least one activation, got none")
+    names = [a.name for a in acts]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"{where}: expected each activation once, got {dup} more than once in "
+                         f"{items!r}")
+    return acts
 
 
 def norm_preserving_scale(activation) -> float:

@@ -23,7 +23,11 @@ Names:
 Pixel scaling follows the values (``pixel_scale`` and ``pixel_scaling`` in
 ``Dataset.preprocessing``): uint8 → /255; other pixels with min ≥ 0 and 1 < max ≤ 255 → /255;
 pixels within [0, 1] → as they are; anything else (negative values, > 255) is refused unless
-``normalize="none"``. The per-channel normalisation is then (x·scale − mean)/std, as in the
+``normalize="none"``. With a named set's normalisation (its name or ``preset``) the scaled
+pixels must also reach the top of that range: images of these sets have a largest pixel of
+(nearly) 1 after scaling, so a file whose largest scaled pixel is below ``MIN_TOP_PIXEL`` =
+0.5 (say pixels ×1e-300, or 0…255 pixels stored ×1e-3) contradicts the preset and is
+refused, instead of normalising every row to nearly the same vector (κ_eff 1, angle 0). The per-channel normalisation is then (x·scale − mean)/std, as in the
 papers' code (Liu & Hui).
 """
 from __future__ import annotations
@@ -38,6 +42,7 @@ import zlib
 import numpy as np
 
 from ._core.checks import as_count
+from ._core.memory import check_memory
 
 __all__ = ["Dataset", "DataUnavailableError", "TFDS_NAMES", "load", "batches"]
 
@@ -51,6 +56,10 @@ TFDS_NAMES = {
         tuple(v / 255 for v in (63.0, 62.1, 66.7)),
     ),
 }
+#: Smallest largest pixel, after scaling to [0, 1], that a file normalised as a named set may
+#: have (module docstring).
+MIN_TOP_PIXEL = 0.5
+
 # Image shapes of the named sets, to recognise an exported file of the wrong set.
 _IMAGE_SHAPES = {
     "mnist": ((28, 28), (28, 28, 1)),
@@ -131,9 +140,9 @@ def _normalise(x: np.ndarray, scale: float, mean, std, where: str):
     channels = x.shape[-1] if x.ndim == 4 else 1
     for name, v in (("mean", mean), ("std", std)):
         if v.size not in (1, channels):
-            raise ValueError(
-                f"{where}: expected {name} with 1 or {channels} values (one per channel), got {v.size}"
-            )
+            want = "1 value (the images have one channel)" if channels == 1 else \
+                f"1 or {channels} values (one per channel)"
+            raise ValueError(f"{where}: expected {name} with {want}, got {v.size}: {v.tolist()}")
     with np.errstate(over="ignore", invalid="ignore"):
         out = (x.astype(np.float64) * scale - mean) / std
     if not np.all(np.isfinite(out)):
@@ -263,7 +272,16 @@ def load(
         if name == "digits":
             scale, scaling = 1.0 / 16.0, "digits pixels 0..16 divided by 16"
         else:
-            scale, scaling, _ = _pixel_scale(images, source, where)
+            scale, scaling, (_, top) = _pixel_scale(images, source, where)
+            named = preset if preset is not None else (name if name in TFDS_NAMES else None)
+            if named is not None and mean is None and std is None and top * scale < MIN_TOP_PIXEL:
+                raise ValueError(
+                    f"{where}: expected {named} pixels (uint8 0..255, or floats in [0, 1] or "
+                    f"[0, 255]) reaching at least {MIN_TOP_PIXEL} of the top after scaling, got "
+                    f"{images.dtype} values in [{float(np.min(images)):.6g}, {top:.6g}] in "
+                    f"{source} ({scaling}: largest {top * scale:.3g}); these are not {named} "
+                    "images as the preset assumes: pass --mean/--std for them, or "
+                    "--normalize none")
         mean = _as_stats(default_mean, "mean", where) if mean is None else mean
         std = _as_stats(default_std, "std", where) if std is None else std
         x, mean_used, std_used = _normalise(images, scale, mean, std, where)
@@ -297,6 +315,8 @@ def _gaussian(split, n, dim, seed, normalize, given, where) -> Dataset:
                          f"are N(0, I) as drawn), got {', '.join(given)}")
     n, dim = as_count(n, "gaussian n", where), as_count(dim, "gaussian dim", where)
     seed = as_count(seed, "seed", where, minimum=0)
+    check_memory(2 * 8 * n * dim, f"the gaussian set of n = {n} points in dim = {dim} (float64, "
+                 "and one working copy)", None, where, "use a smaller --n or --dim")
     x = np.random.default_rng(seed).standard_normal((n, dim))
     prep = {"source": "N(0, I)", "n": n, "dim": dim, "seed": seed, "normalize": normalize}
     if normalize == "unit":
@@ -416,6 +436,12 @@ def _read_npz(path: str, where: str):
             if "x" not in f.files or "y" not in f.files:
                 raise ValueError(f"{where}: expected arrays 'x' and 'y' in {path}, got {sorted(f.files)}")
             x, y = f["x"], f["y"]
+            for key, value in (("x", x), ("y", y)):
+                if not isinstance(value, np.ndarray):  # a member that is not .npy: raw bytes
+                    raise ValueError(
+                        f"{where}: expected {key}.npy in {path} to be a numpy array (numpy.savez), "
+                        f"got {type(value).__name__} ({len(value)} bytes that are not in .npy "
+                        "format; pickled data are not loaded, as that could run code)")
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as err:
         if str(err).startswith(where):
             raise

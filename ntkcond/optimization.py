@@ -41,6 +41,7 @@ import numbers
 
 import numpy as np
 
+from ._core.memory import check_memory
 from .spectrum import conditioning
 
 __all__ = ["ntk_gd_loss", "steps_to_loss"]
@@ -66,7 +67,11 @@ def _kernel_spectrum(K, where):
 def _as_targets(y, n, where, name):
     if not (hasattr(y, "__array__") or isinstance(y, (list, tuple))):
         raise TypeError(f"{where}: expected {name} as an (n,) or (n, k) array, got {type(y).__name__}")
-    arr = np.asarray(y)
+    try:
+        arr = np.asarray(y)
+    except (ValueError, TypeError):  # e.g. a ragged nested list
+        raise ValueError(f"{where}: expected {name} as an (n,) or (n, k) array, got a nested "
+                         "sequence that is not rectangular (rows of different lengths)") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating)
                                    or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{where}: expected {name} with a real dtype, got {arr.dtype}")
@@ -116,9 +121,37 @@ def _losses(c, logrho, t):
     """Eq. (2) at the integer steps t (1-D array): ½ Σᵢ cᵢ exp(2t ln|ρᵢ|), ρ⁰ = 1."""
     t = np.asarray(t, dtype=np.float64)[:, None]
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        factors = np.exp(2.0 * t * logrho[None, :])
+        factors = np.exp(t * (2.0 * logrho[None, :]))  # t·(2 ln|ρ|): no overflow of 2t
     factors = np.where(t == 0, 1.0, factors)
     return 0.5 * np.sum(np.where(c > 0, factors * c, 0.0), axis=1)
+
+
+def _beyond_exact(loss, target, logrho, where):
+    """The first step with loss ≤ target when it lies past 2^53 (``steps_to_loss``): bisection
+    on float64 t (eq. (2) at real t is non-increasing), geometric until the bracket is within
+    a factor 2, then arithmetic down to adjacent float64 numbers. inf if rounding keeps the
+    loss a hair above a target equal to the null-space limit (every moving factor has
+    underflowed to 0 and the loss still misses it)."""
+    lo, hi = float(2**53), float(2**54)
+    top = float(np.finfo(np.float64).max)
+    while loss(hi) > target:
+        if hi >= top:
+            with np.errstate(under="ignore"):
+                gone = np.all(np.exp(top * (2.0 * logrho[logrho < 0])) == 0.0)
+            if gone:
+                return math.inf
+            raise ValueError(f"{where}: the target is reached only after more than {top:.3g} "
+                             "steps, beyond float64's range; pass a larger lr")
+        lo, hi = hi, (hi * hi if hi < 2.0**511 else top)
+    while hi > 2.0 * lo:
+        mid = math.sqrt(lo) * math.sqrt(hi)
+        lo, hi = (lo, mid) if loss(mid) <= target else (mid, hi)
+    while True:
+        mid = lo + (hi - lo) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (lo, mid) if loss(mid) <= target else (mid, hi)
+    return int(math.ceil(hi))
 
 
 def ntk_gd_loss(K, y, *, lr, steps, f0=None) -> np.ndarray:
@@ -150,11 +183,19 @@ def ntk_gd_loss(K, y, *, lr, steps, f0=None) -> np.ndarray:
         raise TypeError(f"{where}: expected steps as an int, got {type(steps).__name__}")
     if steps < 0:
         raise ValueError(f"{where}: expected steps >= 0, got {steps}")
+    steps = int(steps)
+    # the (steps + 1,) result, and one block of factors at a time: checked before allocating
+    check_memory(8 * (steps + 1), f"the loss curve of {steps + 1} steps (float64)", None, where,
+                 "ask for fewer steps, or use steps_to_loss for the step at which a target loss "
+                 "is reached")
     lam, c, _ = _modes(K, y, f0, where)
     logrho = _log_factors(lam, lr)
     block = max(1, _BLOCK_ENTRIES // len(lam))
-    t = np.arange(int(steps) + 1)
-    return np.concatenate([_losses(c, logrho, t[s:s + block]) for s in range(0, len(t), block)])
+    out = np.empty(steps + 1)
+    for s in range(0, steps + 1, block):
+        e = min(steps + 1, s + block)
+        out[s:e] = _losses(c, logrho, np.arange(s, e))
+    return out
 
 
 def steps_to_loss(K, y, *, lr=None, rel_target, f0=None):
@@ -166,7 +207,12 @@ def steps_to_loss(K, y, *, lr=None, rel_target, f0=None):
     until the target is met and bisecting: O(n log t) after one eigendecomposition, exact for
     t up to 2^53 whatever κ_eff. It is ``math.inf`` when the target is never reached: the
     limit ½‖P_null r_0‖² (the residual in K's null space, eigenvalues at or below
-    ``conditioning``'s cutoff) stays above it. At lr = 1/λmax with no null-space residual the
+    ``conditioning``'s cutoff) stays above it. Past 2^53 steps (a tiny lr) consecutive step
+    counts are not distinguishable in float64: eq. (2) is then solved for real t by bisection
+    on the float64 numbers and the answer is the first float64 integer at or past the
+    target, to float64's relative resolution (2.2e-16), up to ~1.8e308 steps; beyond, a
+    ValueError says the count is not representable. At lr = 1/λmax with no null-space
+    residual the
     answer is at most t*(κ_eff, rel_target) = ⌈ln(1/ε)/(−2 ln(1 − 1/κ_eff))⌉ ≤ ⌈κ_eff·ln(1/ε)/2⌉,
     the single slowest mode's count, eqs. (3)–(4), with equality when r_0 lies along that mode.
 
@@ -181,8 +227,9 @@ def steps_to_loss(K, y, *, lr=None, rel_target, f0=None):
       int t ≥ 0, or ``math.inf``. 0 also when loss_0 = 0.
 
     Raises:
-      ValueError: lr ≥ 2/λmax (the loss need not decrease), lr ≤ 0, rel_target ≤ 0 or not
-        finite, and bad K, y or f0; TypeError for non-numeric arguments.
+      ValueError: lr ≥ 2/λmax (the loss need not decrease), lr ≤ 0, lr so small that lr·λ
+        underflows for a non-null mode, rel_target ≤ 0 or not finite, a step count beyond
+        float64's range, and bad K, y or f0; TypeError for non-numeric arguments.
     """
     where = "steps_to_loss"
     if isinstance(rel_target, bool) or not isinstance(rel_target, numbers.Real):
@@ -196,6 +243,12 @@ def steps_to_loss(K, y, *, lr=None, rel_target, f0=None):
         raise ValueError(f"{where}: expected lr < 2/lambda_max = {2.0 / lam_max:.6g} (else the loss "
                          f"need not decrease), got lr = {lr!r}")
     logrho = _log_factors(lam, lr)
+    moving = (lam > 0) & (c > 0)
+    if np.any(moving & (logrho == 0.0)):
+        small = float(np.min(lam[moving & (logrho == 0.0)]))
+        raise ValueError(f"{where}: expected lr with lr*lambda representable for every mode, got "
+                         f"lr = {lr!r}: lr*{small:.3g} rounds 1 - lr*lambda to 1 (the mode would "
+                         "pass for null space); pass a larger lr")
     loss = lambda t: float(_losses(c, logrho, [t])[0])  # noqa: E731
     target = rel_target * loss(0)
     if loss(0) <= target:
@@ -203,12 +256,10 @@ def steps_to_loss(K, y, *, lr=None, rel_target, f0=None):
     null = 0.5 * float(np.sum(np.where(logrho == 0.0, c, 0.0)))  # the limit t → ∞
     if null > target:
         return math.inf
-    # Should rounding keep the evaluated loss a hair above a target equal to that limit, the
-    # doubling below gives up past 2^62 steps and returns inf as well.
     hi = 1
     while loss(hi) > target:  # ends: every moving factor underflows to 0 by t ~ 373/|ln ρ|max
-        if hi > 2**62:
-            return math.inf
+        if hi >= 2**53:
+            return _beyond_exact(loss, target, logrho, where)
         hi *= 2
     lo = hi // 2  # loss(lo) > target (lo = 0 included)
     while hi - lo > 1:

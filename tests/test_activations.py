@@ -99,3 +99,16 @@ def test_callable_activation():
                        (lambda z: z.mean() + 0 * z, "not elementwise")]:
         with pytest.raises(ValueError, match=match):
             parse_activation(bad)
+
+
+def test_parse_activations_one_str_is_one_activation_and_duplicates_are_refused():
+    from ntkcond.activations import parse_activations
+
+    assert [a.name for a in parse_activations("relu", "f")] == ["relu"]
+    assert [a.name for a in parse_activations(["relu", "linear"], "f")] == ["relu", "linear"]
+    with pytest.raises(ValueError, match=r"f: expected each activation once, got \['relu'\]"):
+        parse_activations(["relu", "ReLU"], "f")
+    with pytest.raises(ValueError, match="f: expected at least one activation"):
+        parse_activations([], "f")
+    with pytest.raises(TypeError, match="f: expected activations as a spelling"):
+        parse_activations(3, "f")

@@ -39,7 +39,11 @@ def test_exact_route_equals_dense_conditioning(digits, activation):
     for L, c in exact.items():
         dense = conditioning(infinite_ntk(x, depth=L, activation=activation))
         # Two LAPACK drivers on matrices equal to ~1e-15: eigenvalues agree to ~n·eps·λ_max,
-        # i.e. ≲ κ·n·eps ≈ 1e-9 relative for λ_min at κ ≲ 1e5.
+        # i.e. ≲ κ·n·eps ≈ 1e-9 relative for λ_min at κ ≲ 1e5. The ranks can be compared
+        # because no eigenvalue lies within 100x of the cutoff either way (the design, checked:
+        # rounding moves eigenvalues by ~eps·λ_max, far less than that margin)
+        lam = np.abs(dense.eigenvalues)
+        assert not np.any((lam > dense.cutoff / 100) & (lam < 100 * dense.cutoff)), activation
         assert c.rank == dense.rank
         np.testing.assert_allclose(c.kappa_eff, dense.kappa_eff, rtol=1e-8)
         np.testing.assert_allclose(c.lambda_max, dense.lambda_max, rtol=1e-12)
@@ -81,7 +85,7 @@ def test_too_little_memory_is_refused_before_allocating():
     with pytest.raises(InsufficientMemoryError, match="matrix_free_conditioning") as err:
         exact_conditioning(x, depths=[1])
     assert isinstance(err.value, MemoryError) and isinstance(err.value, ValueError)
-    with pytest.raises(InsufficientMemoryError, match="needs 0.00 GiB but only 0.00 GiB"):
+    with pytest.raises(InsufficientMemoryError, match="needs 3.12 KiB but only 100 bytes"):
         blockwise_ntk(np.eye(20), depths=[1], memory_limit=100)
 
 
@@ -123,3 +127,18 @@ def test_bad_tolerances_and_scales(digits, call, err, match):
     # rtol = -1 or NaN was accepted with a cutoff of 0; rows of norm 1e200 gave an inf kernel.
     with pytest.raises(err, match=match):
         call(digits[:20])
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(memory_limit="abc"), TypeError, "expected memory_limit as an integer number of bytes or None, got str 'abc'"),
+    (dict(memory_limit=-5), ValueError, "expected memory_limit as an integer number of bytes >= 0"),
+    (dict(memory_limit=float("nan")), ValueError, "expected memory_limit as an integer number of bytes >= 0"),
+    (dict(timings=[]), TypeError, r"expected timings as a dict to fill \(or None\), got list"),
+])
+def test_exact_conditioning_bad_arguments_name_them(kwargs, exc, match):
+    x = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(exc, match=f"exact_conditioning: {match}"):
+        exact_conditioning(x, depths=[1], **kwargs)
+    if "memory_limit" in kwargs:
+        with pytest.raises(exc, match=f"blockwise_ntk: {match}"):
+            blockwise_ntk(x, depths=[1], **kwargs)

@@ -348,7 +348,7 @@ BAD_ARGUMENTS = [
     ("mean Inf", lambda p: datasets.load(p, mean=float("inf"), std=1), ValueError,
      ["expected mean with finite values", "got [inf]"]),
     ("mean channels", lambda p: datasets.load(p, mean=[0, 0, 0], std=1), ValueError,
-     ["expected mean with 1 or 1 values (one per channel)", "got 3"]),
+     ["expected mean with 1 value (the images have one channel)", "got 3"]),
     ("std overflows", lambda p: datasets.load(_save(pathlib.Path(p).with_name("white.npz"),
                                                     np.full((2, 3, 3), 255, np.uint8)), mean=0, std=1e-320), ValueError,
      ["expected finite inputs after normalisation", "got an overflow", "std [1e-320]"]),
@@ -409,3 +409,46 @@ def test_bad_arguments_give_one_clear_error(tmp_path, label, call, error, parts)
 def test_integer_like_batch_arguments_are_accepted():
     ds = datasets.load("gaussian", n=10, dim=2)
     assert [len(b) for b in datasets.batches(ds, np.int64(4), seed=np.int64(1))] == [4, 4, 2]
+
+
+# --- reliability III -----------------------------------------------------------------------
+
+def test_npz_member_that_is_not_npy_is_one_clear_error(tmp_path):
+    import io
+    import pickle
+    import zipfile
+
+    path = tmp_path / "pickled.npz"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("x.npy", pickle.dumps([1, 2, 3]))
+        buf = io.BytesIO()
+        np.save(buf, np.zeros(3))
+        z.writestr("y.npy", buf.getvalue())
+    with pytest.raises(ValueError, match=r"load: expected x.npy in .* to be a numpy array .* got bytes"):
+        datasets.load(str(path), preset="mnist")
+
+
+def test_gaussian_too_large_is_refused_before_allocating():
+    from ntkcond import InsufficientMemoryError
+
+    with pytest.raises(InsufficientMemoryError, match=r"gaussian set of n = 1000000 points in dim = 1000000 .* GiB"):
+        datasets.load("gaussian", n=10**6, dim=10**6)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-3])
+def test_pixels_that_contradict_the_preset_are_refused(tmp_path, scale):
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, (20, 28, 28))
+    x = pixels.astype(np.float64) * scale
+    path = tmp_path / "tiny.npz"
+    np.savez(path, x=x, y=np.arange(20) % 10)
+    with pytest.raises(ValueError, match=r"load: expected mnist pixels .* reaching at least 0.5"):
+        datasets.load(str(path), preset="mnist")
+    ds = datasets.load(str(path), mean=0.0, std=1.0)  # stated normalisation: used as given
+    assert ds.x.shape == (20, 784)
+    ok = tmp_path / "ok.npz"  # the same images as 0..1 floats and as uint8 are accepted
+    np.savez(ok, x=pixels / 255.0, y=np.arange(20) % 10)
+    a = datasets.load(str(ok), preset="mnist").x
+    np.savez(ok, x=pixels.astype(np.uint8), y=np.arange(20) % 10)
+    b = datasets.load(str(ok), preset="mnist").x
+    assert np.max(np.abs(a - b)) <= 1e-15 * np.max(np.abs(b))  # rel 1e-15: x/255 vs x·(1/255)

@@ -6,6 +6,7 @@ import pytest
 pytest.importorskip("jax")
 
 import ntkcond  # noqa: E402
+from conftest import load_script  # noqa: E402
 from ntkcond._core.x64 import x64  # noqa: E402
 from ntkcond.runs.depth import RECORD_KEYS, measure_finite_batch  # noqa: E402
 
@@ -88,3 +89,52 @@ def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, tr
                 else:
                     assert a[key] == value, key
     assert (nets.draws, nets.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times
+
+
+def test_records_read_each_built_kernel_without_checking_it_again(monkeypatch):
+    """Validated once: the kernels ``measure_*_batch`` build (finite: checked for NaN/Inf where
+    built; exactly symmetric by construction) reach the spectrum cores with no second
+    finiteness pass and float64 copy (``as_square_kernel``), no symmetry test and no transpose
+    (``check_symmetric``, ``symmetric_part``); ``spectrum_record``, for a kernel from outside,
+    runs each once, shared by κ and the bound, and gives the same record bit for bit."""
+    import ntkcond.spectrum._kernel_checks as checks
+    from ntkcond.infinite.kernels import depth_sweep
+    from ntkcond.runs.depth import measure_infinite_batch, spectrum_record
+
+    calls = []
+    modules = [checks] + [__import__(f"ntkcond.spectrum.{m}", fromlist=["_"])
+                          for m in ("condition_numbers", "interlacing", "kernel_angles")]
+    for name in ("as_square_kernel", "check_symmetric", "symmetric_part"):
+        real = getattr(checks, name)
+
+        def spy(*args, _real=real, _name=name, **kw):
+            calls.append(_name)
+            return _real(*args, **kw)
+
+        for module in modules:
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, spy)
+    x = np.random.RandomState(1).randn(12, 5)
+    index = np.arange(12)
+    finite = measure_finite_batch(x, index, depths=[0, 2], activations=["relu", "linear"], width=8,
+                                  seeds=[0], workers=1)
+    infinite = measure_infinite_batch(x, index, depths=[0, 2], activations=["relu"])
+    assert len(finite) == 4 and len(infinite) == 2
+    assert calls == []
+    for item, rec in zip(depth_sweep(x, [0, 2]), infinite):
+        again = spectrum_record(item.ntk, item.angles, index)
+        assert calls == ["as_square_kernel", "check_symmetric", "symmetric_part"]
+        calls.clear()
+        for key, value in again.items():
+            assert rec[key] == value, key
+def test_dead_net_is_named_instead_of_a_kernel_message(tmp_path, capsys):
+    """A width-1 bias-free ReLU net has inputs on which every unit of a layer is inactive: its
+    gradient there is zero and its angles are undefined. The error names the net (width,
+    activation, seed, depth), the batch and the data-set row, in one line, exit 2."""
+    script = load_script("cond_vs_depth")
+    argv = ["--batch", "32", "--max-batches", "1", "--width", "1", "--seeds", "1",
+            "--depths", "0-4", "--no-progress", "--out", str(tmp_path)]
+    assert script.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "the width-1 relu net of seed 0 at depth" in err and "of batch 0 (first: row" in err

@@ -95,3 +95,53 @@ def test_matrix_free_finds_null_directions_it_was_not_told(digits, monkeypatch):
     assert mf.known_null == 0 and mf.null_dimension == 120 - exact.rank == 2
     np.testing.assert_allclose(mf.lambda_min_nonzero, exact.lambda_min_nonzero, rtol=1e-8)
     assert mf.converged
+
+
+# --- reliability III -----------------------------------------------------------------------
+
+def _x40():
+    return np.random.default_rng(0).standard_normal((40, 6))
+
+
+def test_null_space_that_k_does_not_annihilate_is_refused():
+    x = _x40()
+    Q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((40, 3)))
+    with pytest.raises(ValueError, match=r"matrix_free_conditioning: expected null_space to span null "
+                                         r"vectors of K .* got \|\|K N\|\|_2 = "):
+        matrix_free_conditioning(x, depth=2, null_space=Q)
+
+
+def test_a_true_null_space_is_accepted_and_deflated():
+    """Row 40 is 2·row 0: e_0/‖x_0‖ − e_40/‖x_40‖ is null (found automatically too); passing it
+    gives the exact κ_eff (rel 1e-9: the LOBPCG tolerance 1e-10 against the exact route)."""
+    x = _x40()
+    xd = np.vstack([x, 2 * x[:1]])
+    v = np.zeros(41)
+    v[0], v[40] = 1 / np.linalg.norm(xd[0]), -1 / np.linalg.norm(xd[40])
+    res = matrix_free_conditioning(xd, depth=2, null_space=v)
+    exact = exact_conditioning(xd, depths=[2])[2]
+    assert res.converged and abs(res.kappa_eff / exact.kappa_eff - 1) <= 1e-9
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(null_space=np.ones((39, 2))), ValueError, r"expected null_space of shape \(n, m\) = \(40, m\) with m < 40 .*got shape \(39, 2\)"),
+    (dict(null_space=np.ones((40, 2, 2))), ValueError, r"expected null_space of shape .* got shape \(40, 2, 2\)"),
+    (dict(null_space=np.full((40, 1), np.nan)), ValueError, "expected finite null_space entries"),
+    (dict(null_space="abc"), TypeError, "expected null_space as an"),
+    (dict(seed=-1), ValueError, "expected seed as an integer >= 0, got -1"),
+    (dict(seed=2.5), TypeError, "expected seed as an integer >= 0, got float 2.5"),
+    (dict(maxiter=0), ValueError, "expected maxiter as an integer >= 1, got 0"),
+    (dict(lobpcg_tol=float("nan")), ValueError, "expected lobpcg_tol > 0"),
+    (dict(lanczos_tol=-1.0), ValueError, "expected lanczos_tol > 0"),
+    (dict(lobpcg_tol="a"), TypeError, "expected lobpcg_tol as a real number"),
+    (dict(max_deflations=-1), ValueError, "expected max_deflations as an integer >= 0"),
+])
+def test_bad_arguments_are_refused_naming_them(kwargs, exc, match):
+    with pytest.raises(exc, match=f"matrix_free_conditioning: {match}"):
+        matrix_free_conditioning(_x40(), depth=2, **kwargs)
+
+
+def test_too_few_rows_names_n_not_a_k_never_passed():
+    with pytest.raises(ValueError, match=r"expected n >= 4 rows .* got n = 3; use ntkcond.exact_conditioning"):
+        matrix_free_conditioning(_x40()[:3], depth=1)
+    assert matrix_free_conditioning(_x40()[:4], depth=1).converged

@@ -213,3 +213,60 @@ def test_bad_steps(steps, exc):
 def test_bad_rel_target(rel, exc):
     with pytest.raises(exc, match="steps_to_loss: expected .*rel_target"):
         steps_to_loss(np.eye(2), np.ones(2), rel_target=rel)
+
+
+# --- reliability III -----------------------------------------------------------------------
+
+def _small_problem():
+    rng = np.random.default_rng(0)
+    Q = orthogonal(6, rng)
+    lam = np.array([0.5, 1.0, 2.0, 3.0, 5.0, 8.0])
+    return (Q * lam) @ Q.T, rng.standard_normal(6), lam, Q
+
+
+@pytest.mark.parametrize("lr", [1e-20, 1e-100, 1e-300])
+def test_steps_past_two_to_the_53_are_the_right_count(lr):
+    """A tiny lr reaches the target after ~1/lr steps: the answer is the first float64 integer
+    at or past the crossing of eq. (2) at real t, checked in 40-digit mpmath: the loss there
+    is at most the target, and 1e-13 relative earlier it is above it (the count is right to
+    float64's resolution of t, not to the integer)."""
+    K, y, lam, Q = _small_problem()
+    t = steps_to_loss(K, y, lr=lr, rel_target=0.5)
+    assert isinstance(t, int) and t > 2**53
+    c = (Q.T @ y) ** 2
+    with mpmath.workdps(40):
+        def rel_loss(tt):
+            return sum(mpmath.mpf(ci) * mpmath.exp(2 * tt * mpmath.log1p(-mpmath.mpf(lr) * mpmath.mpf(li)))
+                       for ci, li in zip(c, lam)) / sum(mpmath.mpf(ci) for ci in c)
+        assert rel_loss(mpmath.mpf(t)) <= 0.5 * (1 + 1e-14)
+        assert rel_loss(mpmath.mpf(t) * (1 - mpmath.mpf(1e-13))) > 0.5
+    # ~1/lr scaling: t·lr is the same number at every tiny lr (to float64 resolution)
+    assert abs(t * lr / (steps_to_loss(K, y, lr=1e-20, rel_target=0.5) * 1e-20) - 1) <= 1e-12
+
+
+def test_steps_beyond_float64_or_an_underflowing_lr_are_refused():
+    K, y, _, _ = _small_problem()
+    with pytest.raises(ValueError, match="steps_to_loss: the target is reached only after more than 1.8e"):
+        steps_to_loss(K, y, lr=1e-310, rel_target=0.5)
+    with pytest.raises(ValueError, match="steps_to_loss: expected lr with lr\\*lambda representable"):
+        steps_to_loss(K, y, lr=5e-324, rel_target=0.5)
+
+
+def test_loss_curve_too_long_for_memory_is_refused_before_allocating():
+    from ntkcond import InsufficientMemoryError
+
+    K, y, _, _ = _small_problem()
+    with pytest.raises(InsufficientMemoryError, match="ntk_gd_loss: the loss curve of 10000000001 steps"):
+        ntk_gd_loss(K, y, lr=0.01, steps=10**10)
+    curve = ntk_gd_loss(K, y, lr=0.01, steps=5)  # the blockwise fill gives the same values
+    assert curve.shape == (6,) and np.all(np.diff(curve) <= 0)
+
+
+@pytest.mark.parametrize("fn", [lambda K, y: steps_to_loss(K, y, rel_target=0.1),
+                                lambda K, y: ntk_gd_loss(K, y, lr=0.1, steps=2)])
+def test_ragged_kernel_or_targets_are_named(fn):
+    K, y, _, _ = _small_problem()
+    with pytest.raises(ValueError, match=r"K: expected a 2-D array, got a nested sequence that is not rectangular"):
+        fn([[1.0, 0.0], [0.0]], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"expected y as an \(n,\) or \(n, k\) array, got a nested sequence"):
+        fn(K, [[1.0], [1.0, 2.0]] + [[0.0]] * 4)

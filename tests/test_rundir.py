@@ -202,3 +202,101 @@ def test_no_script_replaces_a_run_silently(tmp_path, capsys, name):
     assert script.main(argv + ["--overwrite"]) == 0
     if name not in ("check_claims",):
         assert script.main(argv + ["--resume"]) == 0  # a complete run resumes to the same outputs
+
+
+# --- reliability III: symlinks, killed overwrites, tampered records -------------------------
+
+@pytest.mark.parametrize("name", [".lock.owner", "records.jsonl", "config.json", ".lock", "summary.csv"])
+def test_symlink_plant_is_refused_and_its_target_untouched(tmp_path, name):
+    run_dir, victim = tmp_path / "run", tmp_path / "victim.txt"
+    with _open(run_dir) as run:
+        run.append({"i": 0})
+    victim.write_text("precious\n")
+    if (run_dir / name).exists():
+        (run_dir / name).unlink()
+    os.symlink(victim, run_dir / name)
+    for kw in ({"resume": True}, {"overwrite": True}, {}):
+        with pytest.raises(ValueError, match=f"symbolic link {name}"):
+            _open(run_dir, **kw)
+    assert victim.read_text() == "precious\n"
+
+
+def test_nofollow_writes_refuse_a_link_planted_after_the_check(tmp_path):
+    from ntkcond._core.io import SymlinkError, append_jsonl, write_nofollow
+
+    victim = tmp_path / "victim"
+    victim.write_text("x\n")
+    os.symlink(victim, tmp_path / "link")
+    with pytest.raises(SymlinkError, match="symbolic link"):
+        append_jsonl(str(tmp_path / "link"), {"a": 1})
+    with pytest.raises(SymlinkError, match="symbolic link"):
+        write_nofollow(str(tmp_path / "link"), "y", "here")
+    assert victim.read_text() == "x\n"
+
+
+def test_killed_overwrite_leaves_no_output_of_the_old_run(tmp_path, monkeypatch):
+    from ntkcond.runs import rundir
+
+    with _open(tmp_path, outputs=("summary.csv", "figure.png", "spectra")) as run:
+        run.append({"i": 0})
+    for name in ("summary.csv", "figure.png", ".tmp-stray"):
+        (tmp_path / name).write_text("old\n")
+    (tmp_path / "spectra").mkdir()
+    (tmp_path / "spectra" / "b0.npy").write_text("old\n")
+    (tmp_path / "notes.txt").write_text("mine\n")  # not an output: kept
+
+    def killed(path, data):  # planted crash: the kill comes as the new config is written
+        if path.endswith("config.json"):
+            raise KeyboardInterrupt
+        return real(path, data)
+
+    real = rundir.atomic_write
+    monkeypatch.setattr(rundir, "atomic_write", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _open(tmp_path, {"a": 2}, overwrite=True, outputs=("summary.csv", "figure.png", "spectra"))
+    left = sorted(f for f in os.listdir(tmp_path) if not f.startswith(".lock"))
+    assert left == ["config.json", "notes.txt", "records.jsonl"], left  # the old config only
+    assert (tmp_path / "records.jsonl").read_text() == ""  # and no old records under it
+
+
+def test_records_are_validated_field_by_field_naming_file_and_line(tmp_path):
+    from ntkcond.runs.rundir import check_record_fields
+
+    def validate(rec):
+        check_record_fields(rec, {"i": "int>=0", "v": "float>0", "ok": "bool", "s": "str|None"})
+
+    good = {"i": 0, "v": 1.5, "ok": True, "s": None}
+    with open_run(str(tmp_path), {"a": 1}, key_fields=KEYS, validate=validate) as run:
+        run.append(good)
+        run.append(dict(good, i=1))
+    with open_run(str(tmp_path), {"a": 1}, key_fields=KEYS, resume=True, validate=validate) as run:
+        assert len(run.records) == 2
+    cases = [({"v": -1.0}, "expected v as a finite number > 0, got -1.0"),
+             ({"v": "abc"}, "expected v as a finite number > 0, got 'abc'"),
+             ({"ok": 1}, "expected ok as true or false, got 1"),
+             ({"i": 2.5}, "expected i as an integer >= 0, got 2.5")]
+    for change, message in cases:
+        lines = [json.dumps(good), json.dumps({**good, "i": 1, **change})]
+        (tmp_path / "records.jsonl").write_text("\n".join(lines) + "\n")
+        with pytest.raises(ValueError, match=rf"records.jsonl line 2: {message}") as err:
+            open_run(str(tmp_path), {"a": 1}, key_fields=KEYS, resume=True, validate=validate)
+        assert "\n" not in str(err.value)
+    bad = dict(good, i=1)
+    del bad["v"]
+    (tmp_path / "records.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ValueError, match="line 2: expected a field 'v', got none"):
+        open_run(str(tmp_path), {"a": 1}, key_fields=KEYS, resume=True, validate=validate)
+
+
+def test_undecodable_byte_is_reported_on_its_own_line(tmp_path):
+    lines = [json.dumps({"i": k}).encode() for k in range(45)]
+    lines[40] = lines[40][:3] + b"\xff" + lines[40][4:]
+    (tmp_path / "records.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(ValueError, match=r"records.jsonl line 41 is not UTF-8 text \(byte b'\\xff' at column 4\)"):
+        read_records(str(tmp_path / "records.jsonl"), KEYS)
+
+
+@pytest.mark.parametrize("out", ["", "   "])
+def test_empty_out_is_refused(out):
+    with pytest.raises(ValueError, match="expected --out as a nonempty directory path"):
+        open_run(out, {"a": 1}, key_fields=KEYS)

@@ -1,6 +1,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 from conftest import load_script
@@ -275,3 +276,134 @@ def test_min_angle_damaged_checkpoint_is_one_line(tmp_path, capsys):
     assert script.main(argv + ["--resume"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "checkpoint.json to hold a JSON object, got list" in err
+
+
+# --- reliability III: killed overwrites, symlink plants, tampered state ----------------------
+
+KILLED_OVERWRITE = {  # script: (argv, the run module's compute step to kill, old derived files)
+    "cond_vs_depth": (["--batch", "32", "--max-batches", "1", "--depths", "0-1"],
+                      ("cond_vs_depth", "iter_infinite_batch"), ["summary.csv", "figure.png"]),
+    "cond_vs_batch": (["--sizes", "20,30", "--depths", "1", "--no-angles"],
+                      ("cond_vs_batch", "exact_conditioning"), ["table.csv", "figure.png"]),
+    "min_angle": (["--limit", "40", "--depths", "0-1", "--block", "16"],
+                  ("min_angle", "streaming_smallest_angles"), ["table.csv", "result.json"]),
+    "train_vs_depth": (["--batch", "16", "--depths", "0", "--width", "inf", "--max-steps", "20"],
+                       ("train_vs_depth", "infinite_record"), ["table.csv", "figure.png"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KILLED_OVERWRITE))
+def test_killed_overwrite_leaves_no_file_of_the_old_run(tmp_path, capsys, monkeypatch, name):
+    import importlib
+
+    argv, (module, step), derived = KILLED_OVERWRITE[name]
+    script = load_script(name)
+    argv = argv + ["--out", str(tmp_path), "--no-progress"]
+    assert script.main(argv) == 0 and all((tmp_path / f).exists() for f in derived)
+
+    def killed(*args, **kwargs):  # the planted crash: the new run dies at its first kernel
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(f"ntkcond.runs.{module}"), step, killed)
+    assert script.main(argv + ["--overwrite"]) == 130
+    left = [f for f in derived if (tmp_path / f).exists()]
+    assert left == [] and _records(tmp_path / "records.jsonl") == []
+    assert "config.json" in os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("plant", [".lock.owner", "records.jsonl"])
+def test_symlink_plant_in_a_run_directory_leaves_its_target_untouched(tmp_path, capsys, plant):
+    script = load_script("cond_vs_depth")
+    out, victim = tmp_path / "run", tmp_path / "victim.txt"
+    argv = ["--batch", "32", "--max-batches", "1", "--depths", "0-1", "--no-progress", "--out", str(out)]
+    assert script.main(argv) == 0
+    victim.write_text('{"batch_index": 0}\n')
+    if (out / plant).exists():
+        (out / plant).unlink()
+    os.symlink(victim, out / plant)
+    capsys.readouterr()
+    for flag in (["--resume"], ["--overwrite"]):
+        assert script.main(argv + flag) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"symbolic link {plant}" in err
+    assert victim.read_text() == '{"batch_index": 0}\n'
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("kappa_eff", None, "expected a field 'kappa_eff', got none"),
+    ("kappa_eff", 1e99, "expected kappa_eff = lambda_max/lambda_min_nonzero"),
+    ("depth", 99, r"expected depth as one of \[0, 1\], got 99"),
+    ("min_grad_angle_deg", -3.0, "expected min_grad_angle_deg as an angle in"),
+])
+def test_tampered_record_is_refused_on_resume_in_one_line(tmp_path, capsys, field, value, message):
+    script = load_script("cond_vs_depth")
+    argv = ["--batch", "32", "--max-batches", "1", "--depths", "0-1", "--no-progress", "--out", str(tmp_path)]
+    assert script.main(argv) == 0
+    records = _records(tmp_path / "records.jsonl")
+    if value is None:
+        del records[1][field]
+    else:
+        records[1][field] = value
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    (tmp_path / "records.jsonl").write_text(text)
+    capsys.readouterr()
+    assert script.main(argv + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "records.jsonl line 2: " in err and message.split(" ")[0] in err
+    assert (tmp_path / "records.jsonl").read_text() == text  # nothing lost or rewritten
+
+
+@pytest.mark.parametrize("change", [{"next_row_block": 10**6}, {"fingerprint": None}])
+def test_min_angle_tampered_checkpoint_is_refused_in_one_line(tmp_path, capsys, monkeypatch, change):
+    from ntkcond.runs import min_angle as run_module
+
+    script = load_script("min_angle")
+    real = run_module.streaming_smallest_angles
+
+    def killed_after_two_block_rows(*args, **kwargs):
+        real(*args, **kwargs, max_row_blocks=2)
+        raise KeyboardInterrupt
+
+    argv = ["--limit", "150", "--depths", "0-2", "--block", "32", "--backend", "numpy",
+            "--out", str(tmp_path), "--no-progress"]
+    monkeypatch.setattr(run_module, "streaming_smallest_angles", killed_after_two_block_rows)
+    assert script.main(argv) == 130
+    monkeypatch.setattr(run_module, "streaming_smallest_angles", real)
+    state = json.loads((tmp_path / "checkpoint.json").read_text())
+    state.update(change)
+    (tmp_path / "checkpoint.json").write_text(json.dumps(state))
+    capsys.readouterr()
+    assert script.main(argv + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is damaged or edited: expected" in err
+
+
+@pytest.mark.parametrize("name, argv, message", [
+    ("cond_vs_depth", ["--depths", "1,1"], "--depths: expected each depth once"),
+    ("cond_vs_depth", ["--activations", "relu", "relu"], "expected each activation once"),
+    ("cond_vs_depth", ["--width", "8", "8"], "expected one or more distinct widths"),
+    ("cond_vs_batch", ["--sizes", "16,16"], "--sizes: expected each size once"),
+    ("cond_vs_batch", ["--dataset", "digits", "--seed", "-1", "--sizes", "16"], "expected seed as an integer >= 0, got -1"),
+    ("cond_vs_depth", ["--dataset", "gaussian", "--n", "1000000", "--dim", "1000000"], "GiB"),
+    ("min_angle", ["--out", ""], "expected --out as a nonempty directory path"),
+])
+def test_hostile_flags_are_one_line_exit_2(tmp_path, capsys, name, argv, message):
+    script = load_script(name)
+    full = ["--no-progress"] + (argv if "--out" in argv else argv + ["--out", str(tmp_path / "o")])
+    assert script.main(full) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_zero_row_is_named_by_its_row_in_the_file(tmp_path, capsys):
+    x = np.random.default_rng(0).integers(1, 256, (30, 28, 28)).astype(np.uint8)
+    x[7] = 0
+    np.savez(tmp_path / "z.npz", x=x, y=np.arange(30) % 10)
+    for name, extra in (("cond_vs_batch", ["--sizes", "16,30", "--depths", "1"]),
+                        ("cond_vs_depth", ["--batch", "16", "--depths", "1"])):
+        script = load_script(name)
+        argv = ["--dataset", str(tmp_path / "z.npz"), "--normalize", "none", "--no-progress",
+                "--out", str(tmp_path / name)] + extra
+        assert script.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "the first row 7 of the data set" in err

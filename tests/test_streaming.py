@@ -277,3 +277,86 @@ def test_finite_width_streaming_from_empirical_features(trainable, x64):
     # same pair; the angle from blockwise vs whole-matrix contractions differs by rounding only
     assert got[1:] == expected[1:]
     assert got[0] == pytest.approx(expected[0], rel=1e-9, abs=0)
+
+
+# --- reliability III: options and tampered checkpoints ---------------------------------------
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(workers=0), ValueError, "expected workers as an integer >= 1, got 0"),
+    (dict(workers=-1), ValueError, "expected workers as an integer >= 1, got -1"),
+    (dict(workers=2.5), TypeError, "expected workers as an integer >= 1, got float 2.5"),
+    (dict(workers=True), TypeError, "expected workers as an integer >= 1, got bool True"),
+    (dict(max_row_blocks=2.5), TypeError, "expected max_row_blocks as an integer >= 1, got float 2.5"),
+    (dict(max_row_blocks=0), ValueError, "expected max_row_blocks as an integer >= 1, got 0"),
+    (dict(devices=0), ValueError, "expected devices as an integer >= 1, got 0"),
+    (dict(progress="yes"), TypeError, "expected progress as a bool, got str 'yes'"),
+    (dict(checkpoint=5), TypeError, "expected checkpoint as a path"),
+    (dict(activations=["relu", "ReLU"]), ValueError, r"expected each activation once, got \['relu'\]"),
+])
+@pytest.mark.parametrize("method", ["pairs", "recursion"])
+def test_bad_options_are_refused_naming_them(kwargs, exc, match, method):
+    x = np.random.default_rng(0).standard_normal((20, 4))
+    with pytest.raises(exc, match=f"streaming_smallest_angles: {match}"):
+        streaming_smallest_angles(x, depths=[1], method=method, block=8, **kwargs)
+
+
+def test_one_activation_given_as_a_str_is_that_activation():
+    x = np.random.default_rng(0).standard_normal((20, 4))
+    one = streaming_smallest_angles(x, depths=[1, 2], activations="relu", block=8)
+    both = streaming_smallest_angles(x, depths=[1, 2], activations=["relu"], block=8)
+    assert [r.activation for r in one.results] == ["relu", "relu"] and one.results == both.results
+
+
+def _tamper(path, change):
+    state = json.loads(path.read_text())
+    change(state)
+    path.write_text(json.dumps(state))
+
+
+PAIRS_TAMPERING = [
+    (lambda s: s.update(next_row_block=10**6), r"next_row_block as an integer in \[0, 5\]"),
+    (lambda s: s.update(next_row_block=-1), r"next_row_block as an integer in \[0, 5\]"),
+    (lambda s: s.update(next_row_block=2.5), r"next_row_block as an integer"),
+    (lambda s: s.pop("next_row_block"), r"next_row_block as an integer"),
+    (lambda s: s.pop("fingerprint"), "fingerprint as a JSON object, got None"),
+    (lambda s: s.update(seconds="x"), "seconds as a finite number >= 0"),
+    (lambda s: s.pop("search"), "search as a JSON object with hi, lo, close, far and margin"),
+    (lambda s: s["search"].pop("hi"), "search as a JSON object with hi, lo, close, far and margin"),
+    (lambda s: s["search"].update(close=[s["search"]["close"][0], 3, 10**6]), "search.close as a pair"),
+    (lambda s: s["search"].update(close=[0.5] + s["search"]["close"][1:]), "search.close as the value"),
+    (lambda s: s["search"].update(far=[-3.0] + s["search"]["far"][1:]), "search.far as the value"),
+    (lambda s: s["search"].update(hi=5.0), "search.hi as a screened cosine"),
+    (lambda s: s["search"].update(margin=1.0), "search.margin as this run's screening margin"),
+]
+
+
+@pytest.mark.parametrize("change, match", PAIRS_TAMPERING)
+def test_tampered_pairs_checkpoint_is_refused_naming_the_field(tmp_path, digits300, change, match):
+    x = digits300[:200]
+    path = tmp_path / "ckpt.json"
+    kwargs = dict(depths=[0, 2], block=40, backend="numpy", checkpoint=str(path))
+    streaming_smallest_angles(x, max_row_blocks=2, **kwargs)
+    _tamper(path, change)
+    with pytest.raises(ValueError, match=f"checkpoint .* is damaged or edited: expected {match}"):
+        streaming_smallest_angles(x, **kwargs)
+
+
+RECURSION_TAMPERING = [
+    (lambda s: s.update(next_row_block=10**6), r"next_row_block as an integer in \[0, 5\]"),
+    (lambda s: s.pop("best"), "best as a JSON object of running minima"),
+    (lambda s: s["best"].update(bogus=[0.1, 0, 1]), "best as minima for exactly"),
+    (lambda s: s["best"].pop("relu/2"), "best as minima for exactly"),
+    (lambda s: s["best"].update(input=[0.1, 0, 10**6]), r"best\['input'\] as a pair"),
+    (lambda s: s["best"].update({"relu/2": [1e-9] + s["best"]["relu/2"][1:]}), r"best\['relu/2'\] as the value"),
+]
+
+
+@pytest.mark.parametrize("change, match", RECURSION_TAMPERING)
+def test_tampered_recursion_checkpoint_is_refused_naming_the_field(tmp_path, digits300, change, match):
+    x = digits300[:200]
+    path = tmp_path / "ckpt.json"
+    kwargs = dict(depths=[0, 2], block=40, backend="numpy", checkpoint=str(path), method="recursion")
+    streaming_smallest_angles(x, max_row_blocks=2, **kwargs)
+    _tamper(path, change)
+    with pytest.raises(ValueError, match=f"checkpoint .* is damaged or edited: expected {match}"):
+        streaming_smallest_angles(x, **kwargs)

@@ -118,6 +118,8 @@ def test_prediction_is_infinite_exactly_when_the_null_space_holds_more_than_eps(
     assert below["predicted_steps"] is None and not below["predicted_finite"]
     assert below["kappa_target"] is None  # κ_target ∞ together with the count
     assert isinstance(above["predicted_steps"], int) and above["predicted_finite"]
+    # exact, not up to rounding: both divide λmax by one of conditioning's eigenvalues
+    # (κ_target's λ_k is at or above κ_eff's smallest nonzero one), one eigensolver for both
     assert above["kappa_target"] <= above["kappa_eff"]
     for eps in (0.99 * phi, 1.01 * phi):
         relu = tvd.infinite_record(x, y, depth=1, activation="relu", rel_target=eps, max_steps=100)
@@ -236,3 +238,21 @@ def test_script_killed_and_resumed(tmp_path, capsys, monkeypatch):
     for r in resumed:  # deterministic: the same nets, the same counts
         for field in ("steps", "predicted_steps", "kappa_eff", "rel_loss_at_stop"):
             assert r[field] == by_key[key(r)][field], field
+
+
+def test_dead_width_one_net_is_recorded_and_the_sweep_goes_on(tmp_path, capsys):
+    """A bias-free width-1 ReLU net at depth 2 on this digits batch has a layer whose one unit
+    is inactive on every input: its NTK is the zero matrix. The sweep records it (dead, no κ,
+    nothing reached, loss stays loss₀) and goes on to the next net; the table says "dead"."""
+    script = load_script("train_vs_depth")
+    argv = ["--dataset", "digits", "--batch", "32", "--depths", "2,3", "--width", "1",
+            "--activations", "relu", "linear", "--max-steps", "20", "--no-progress",
+            "--out", str(tmp_path)]
+    assert script.main(argv) == 0
+    records = [json.loads(line) for line in open(tmp_path / "records.jsonl")]
+    dead = [r for r in records if r.get("dead")]
+    assert dead and all(r["activation"] == "relu" and r["kappa_eff"] is None and
+                        r["reached"] is False and r["rel_loss_at_stop"] == 1.0 for r in dead)
+    assert len(records) == 4 and not any(r.get("dead") for r in records if r["activation"] == "linear")
+    assert "dead" in capsys.readouterr().out
+    assert script.main(argv + ["--resume"]) == 0  # dead records pass the resume checks

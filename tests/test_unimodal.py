@@ -158,3 +158,28 @@ def test_bad_input(kwargs, exc, message):
     args.update(kwargs)
     with pytest.raises(exc, match=message):
         certify(args.pop("activation"), args.pop("depths"), **args)
+
+
+def test_certificate_cost_bound_falls_back_to_the_cheaper_recursion(monkeypatch):
+    """Data with input angles above π/2 at a depth no certificate is cached for: with a budget
+    below the verification's cost, ``certify`` returns "unverified" without computing
+    anything; ``smallest_gradient_angle`` then takes the recursion over its 435 pairs (cheaper
+    than 512 cells × L) and gives the recursion's answer."""
+    from ntkcond import smallest_gradient_angle
+    from ntkcond.infinite import unimodal
+
+    L = 1777  # beyond depth 1000 (always affordable), and not cached by other tests
+    assert unimodal.verification_cost("relu", [L]) == unimodal.CELL_LAYER_COST * 512 * L
+    assert unimodal.verification_cost("relu", [L], "last") == 0  # proved: free
+    calls = []
+    real = unimodal._verify
+    monkeypatch.setattr(unimodal, "_verify", lambda *a: calls.append(a) or real(*a))
+    (cert,) = certify("relu", [L], max_cost=10.0)
+    assert cert.kind == "unverified" and not cert.unimodal and calls == []
+    assert cert.covers(0.1, math.pi / 2, 0.2, 0.3) and not cert.covers(0.1, 2.0, 0.2, 0.3)
+    x = np.random.default_rng(1).standard_normal((30, 3))  # input angles above π/2
+    got = smallest_gradient_angle(x, depth=L)
+    assert calls == []  # the certificate was never computed: 435·L < 32·512·L
+    assert got == smallest_gradient_angle(x, depth=L, method="recursion")
+    (cert,) = certify("leaky:0.37", [5], max_cost=10.0)  # within ALWAYS_AFFORDABLE: verified
+    assert cert.kind == "unimodal" and len(calls) == 1

@@ -53,7 +53,7 @@ from .._core.checks import sweep_layers
 from ..activations import parse_activation
 from .recursion import angle_from, gradient_recursion
 from .geometry import kahan_angles
-from .unimodal import certify
+from .unimodal import ALWAYS_AFFORDABLE, certify, verification_cost
 
 __all__ = [
     "ExtremePairs",
@@ -244,14 +244,16 @@ class ExtremeSearch:
         self.far = (float(state["far"][0]), int(state["far"][1]), int(state["far"][2]))
 
 
-def numpy_extreme_row(search: ExtremeSearch, I: int, block: int) -> None:
-    """Block row I (rows I·b…(I+1)·b, columns from I·b on) of the float64 Gram matrix, in
-    GEMMs of b × 4b (fewer, larger BLAS calls; 32 MB for b = 1024)."""
+def numpy_extreme_row(search: ExtremeSearch, I: int, block: int, columns=None) -> None:
+    """Block row I (rows I·b…(I+1)·b, columns from I·b on, or the columns [c_lo, c_hi) of
+    ``columns``) of the float64 Gram matrix, in GEMMs of b × 4b (fewer, larger BLAS calls;
+    32 MB for b = 1024)."""
     xh, n = search.xh, search.n
     r0, r1 = I * block, min(n, (I + 1) * block)
+    lo, hi = (r0, n) if columns is None else columns
     rows = xh[r0:r1]
-    for c0 in range(r0, n, _COLUMN_BLOCKS * block):
-        c1 = min(n, c0 + _COLUMN_BLOCKS * block)
+    for c0 in range(lo, hi, _COLUMN_BLOCKS * block):
+        c1 = min(hi, c0 + _COLUMN_BLOCKS * block)
         search.add_block(rows @ xh[c0:c1].T, r0, c0)
 
 
@@ -277,7 +279,8 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
 
     φ_L is evaluated at θ_lo and θ_hi with the recursion (``gradient_recursion``, as every route
     does), and the result is the smaller (φ, i, j) of the two. (★) holds by proof (c) of
-    ``unimodal`` when θ_hi ≤ π/2, else per ``unimodal.certify(...)[L].covers``.
+    ``unimodal`` when θ_hi ≤ π/2, else per ``unimodal.certify(...)[L].covers``, the
+    certificate bounded by the cost of the recursion over all pairs (``max_cost``).
 
     Args:
       ext: ``ExtremePairs`` of the data.
@@ -291,7 +294,15 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
     angle = np.array([t_lo, t_hi])
     phis = {L: angle_from(R, Z) for L, _, R, Z, _ in
             gradient_recursion(angle, np.cos(angle), depths, act, layers)}
-    certs = None if t_hi <= _HALF_PI else {c.depth: c for c in certify(act, depths, trainable)}
+    # the certificate only where it is cheaper than the recursion over all pairs (its cost
+    # bound: ``unimodal``, "Cost bound"); else "unverified" and the caller's recursion
+    budget = ext.n * (ext.n - 1) // 2 * max(depths)
+    certs = None
+    if t_hi > _HALF_PI:
+        bounded = verification_cost(act, depths, trainable) > max(budget, ALWAYS_AFFORDABLE)
+        found = (certify(act, depths, trainable, max_cost=budget) if bounded
+                 else certify(act, depths, trainable))
+        certs = {c.depth: c for c in found}
     out = {}
     for L in depths:
         p_lo, p_hi = float(phis[L][0]), float(phis[L][1])

@@ -50,6 +50,17 @@ map g (cancellation-free, ``ntkcond.infinite.recursion.layer_step``; its error a
 ≤ 2⁻⁵⁰ on [0, π], ``tests/test_unimodal.py``). β is enclosed with a 2⁻⁴⁶ margin. So the
 enclosures contain the exact T, T', T'' of the real-number recursion, under the stated libm
 accuracy; ``floor`` is shaved by a further 2⁻⁴⁰ relative.
+
+**Cost bound.** The verified part costs O(cells · L) interval operations (one pass of the
+interval recursion from depth 0 to the largest L asked, refinements included): measured
+~8 µs per cell and layer on a loaded 2-core machine, against ~0.25 µs per pair and layer for
+the plain recursion over pairs (``CELL_LAYER_COST`` = 32 pair-layers). With ``max_cost``
+(in pair-layers: the caller's alternative, the recursion over all its pairs, costs pairs · L)
+``certify`` skips a verification that would cost more, and more than that of depth 1000
+(``ALWAYS_AFFORDABLE``: 1–3 s once per process), and returns kind "unverified" for those
+depths (proof (c) only: φ non-decreasing on [0, π/2]), so the caller takes the cheaper route:
+a 30 × 3 Gaussian at depth 10⁵ (435 pairs, input angles above π/2) goes to the recursion
+instead of a ~400 s certificate.
 """
 from __future__ import annotations
 
@@ -69,6 +80,14 @@ __all__ = ["Certificate", "certify", "enclose_recursion", "sign_pattern_certific
 #: Cells on [π/2, π] for the verified part.
 DEFAULT_CELLS = 512
 
+#: Cost of one cell and layer of the verified part, in pair-layers of the plain recursion
+#: (module docstring, "Cost bound").
+CELL_LAYER_COST = 32
+
+#: Verification cost (pair-layers) always spent whatever ``max_cost``: 512 cells to depth 1000,
+#: 1–3 s once per process, so the pairs route stays certified for every depth ≤ 1000.
+ALWAYS_AFFORDABLE = CELL_LAYER_COST * DEFAULT_CELLS * 1000
+
 _REL_OP = 2.0**-50  # after +, −, ×, ÷: 8 u, u = 2^-53 the float64 unit roundoff
 _REL_LIBM = 2.0**-46  # after sin, cos
 _REL_MAP = 2.0**-44  # after one float64 layer map g
@@ -87,8 +106,10 @@ class Certificate:
     Attributes:
       activation: canonical activation name; depth: L; trainable: as given.
       kind: "proof" (analytic, module docstring (a)–(d): φ non-decreasing on [0, π], or φ = θ),
-        "unimodal" (proof on [0, π/2] + verified cells on [π/2, π]) or "floor" (verified
-        except a gap around the maximum, bounded below by ``floor``).
+        "unimodal" (proof on [0, π/2] + verified cells on [π/2, π]), "floor" (verified
+        except a gap around the maximum, bounded below by ``floor``) or "unverified" (the
+        verification was skipped for its cost, ``certify``'s ``max_cost``: proof (c) on
+        [0, π/2] only).
       increasing_until: q₁, radians: φ non-decreasing on [0, q₁].
       decreasing_from: q₂, radians: φ non-increasing on [q₂, π].
       floor: lower bound of φ on [q₁, q₂] in radians (inf when unimodal or q₁ ≥ q₂).
@@ -252,7 +273,22 @@ def _proof(act, depth, layers) -> bool:
     return act.slope == 0.0 and layers is not None and 0 not in layers
 
 
-def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS) -> tuple[Certificate, ...]:
+def verification_cost(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS) -> int:
+    """Pair-layers (``CELL_LAYER_COST`` per cell and layer) that ``certify`` would spend on the
+    verified part for these depths: 0 when every depth is proved or already cached."""
+    act = parse_activation(activation)
+    depths, layers = sweep_layers(depths, trainable, "verification_cost")
+    todo = [L for L in depths if not _proof(act, L, layers)]
+    key = (act.slope, None if layers is None else tuple(sorted(layers)), cells)
+    with _LOCK:
+        known = _CACHE.get(key, {})
+    if all(L in known for L in todo):
+        return 0
+    return CELL_LAYER_COST * cells * max(todo)
+
+
+def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS,
+            max_cost: float | None = None) -> tuple[Certificate, ...]:
     """Certificates of (★) for φ_L, one per depth (ascending), module docstring.
 
     Depths that need the verified part share one pass of the interval recursion (cost
@@ -263,6 +299,9 @@ def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS) 
       depths: iterable of depths L ≥ 0.
       trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
       cells: cells on [π/2, π].
+      max_cost: skip the verified part when it would cost more than this many pair-layers
+        and more than ``ALWAYS_AFFORDABLE`` (depth 1000 at 512 cells; ``verification_cost``;
+        module docstring, "Cost bound"): those depths get kind "unverified". None: no bound.
 
     Returns:
       tuple of ``Certificate``, depths ascending.
@@ -279,6 +318,12 @@ def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS) 
             out[L] = Certificate(act.name, L, trainable, "proof", math.pi, math.pi, math.inf, 0)
         else:
             todo.append(L)
+    if (todo and max_cost is not None and verification_cost(act, todo, trainable, cells=cells)
+            > max(max_cost, ALWAYS_AFFORDABLE)):
+        for L in todo:
+            out[L] = Certificate(act.name, L, trainable, "unverified", _HALF_PI, math.pi,
+                                 -math.inf, 0)
+        todo = []
     if todo:
         key = (act.slope, None if layers is None else tuple(sorted(layers)), cells)
         with _LOCK:

@@ -1,16 +1,21 @@
 """Shared command-line plumbing of the scripts: one parser type, the data flags, the run
 flags, ``--depths``, and the error policy.
 
-Every script: ``main(argv=None)``; ``parser(prog, doc)`` (defaults shown in ``--help``);
+Every command (``ntkcond <name>`` and its script ``scripts/<name>.py``): ``main(argv=None,
+prog=None)`` beside its library call; ``parser(prog, doc)`` (defaults shown in ``--help``) and
+``command_parser`` (the same parser under either name);
 ``add_data_arguments`` (the same data flags everywhere); ``add_run_arguments`` (``--out``,
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
-``parse_width`` and ``positive_int`` (argparse types of ``--width`` and counts);
+``parse_width``, ``positive_int`` and ``positive_float`` (argparse types of ``--width``,
+counts and tolerances);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
-errors, 130 for Ctrl-C, never a traceback.
+errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
+``runs.launcher.add_process_arguments`` where a script has them.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -35,6 +40,18 @@ def parser(prog: str, doc: str) -> Parser:
     return Parser(prog=prog, description=head, epilog=rest or None, formatter_class=_HelpFormatter)
 
 
+def command_parser(name: str, doc: str, prog: str | None = None) -> Parser:
+    """The parser of the command ``name`` (e.g. "cond_vs_depth"), as ``parser``.
+
+    Run as the script ``scripts/<name>.py`` when ``prog`` is None (errors read
+    ``<name>: error: …``), else as ``prog`` (e.g. "ntkcond cond-vs-depth", the ``ntkcond``
+    command). ``{command}`` in ``doc`` (its examples) becomes the way it was invoked:
+    ``python scripts/<name>.py`` or ``prog``.
+    """
+    command = f"python scripts/{name}.py" if prog is None else prog
+    return parser(name if prog is None else prog, doc.replace("{command}", command))
+
+
 def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = True) -> None:
     """--out (runs/<prog>), --resume, --overwrite, --no-progress: the run-directory policy."""
     p.add_argument("--out", default=os.path.join("runs", prog), help="run directory")
@@ -46,9 +63,11 @@ def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = T
 
 
 def parse_depths(text: str) -> list[int]:
-    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, under the library's one depth
+    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, each given once ('1,1' and
+    '0-3,2' are refused: a depth twice is a typo, not a request), under the library's one depth
     contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``)."""
-    depths = set()
+    depths: set = set()
+    repeated: set = set()
     try:
         for part in text.split(","):
             part = part.strip()
@@ -56,17 +75,23 @@ def parse_depths(text: str) -> list[int]:
                 lo, hi = (int(v) for v in part.split("-", 1))
                 if hi < lo:
                     raise ValueError
-                depths.update(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
+                new = set(range(lo, min(hi, MAX_DEPTH + 1) + 1))  # checked below
             else:
-                depths.add(int(part))
+                new = {int(part)}
+            repeated |= depths & new
+            depths |= new
     except ValueError:
         raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
     try:
         if not depths:
             raise ValueError
-        return sorted(as_depth(L, "--depths") for L in depths)
+        checked = sorted(as_depth(L, "--depths") for L in depths)
     except ValueError:
         raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
+    if repeated:
+        raise ValueError(f"--depths: expected each depth once, got {sorted(repeated)} more than "
+                         f"once in {text!r}")
+    return checked
 
 
 def parse_width(text: str):
@@ -74,6 +99,17 @@ def parse_width(text: str):
     if text.strip().lower() in ("inf", "infinite", "∞"):
         return "inf"
     return _int_at_least_one(text, "'inf' or an integer width >= 1")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -93,13 +129,16 @@ def _int_at_least_one(text: str, expected: str) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """'64,128,1000' → sorted list of batch sizes ≥ 2."""
+    """'64,128,1000' → sorted list of batch sizes ≥ 2, each given once."""
     try:
-        values = sorted({int(v) for v in text.split(",") if v.strip()})
+        given = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise ValueError(f"--sizes: expected comma-separated integers, got {text!r}") from None
+    values = sorted(set(given))
     if not values or values[0] < 2:
         raise ValueError(f"--sizes: expected integers >= 2, got {text!r}")
+    if len(values) != len(given):
+        raise ValueError(f"--sizes: expected each size once, got {text!r}")
     return values
 
 
@@ -148,22 +187,46 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
     exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
     """
     args = p.parse_args(argv)
+    joined = False
     try:
+        if hasattr(args, "processes"):  # the process flags (``runs.launcher``)
+            from .launcher import start_or_join
+
+            code = start_or_join(prog, args, argv, run)
+            if code is not None:  # this process started the others and waited for them
+                return code
+            joined = _joined()
         run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
-        return 130
+        return _failed(130, joined)
     except (ValueError, TypeError) as err:
         message = _one_line(err)
         message = message[len(prog) + 2:] if message.startswith(f"{prog}: ") else message
         print(f"{prog}: error: {message}", file=sys.stderr)
-        return 2
+        return _failed(2, joined)
     except OSError as err:
         where = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
-        return 2
+        return _failed(2, joined)
     return 0
+
+
+def _joined() -> bool:
+    from ..scale.processes import current_share
+
+    return current_share().distributed
+
+
+def _failed(code: int, joined: bool) -> int:
+    """A process of a distributed run that failed leaves at once: a normal exit would wait at
+    JAX's shutdown barrier for processes that wait for it (minutes)."""
+    if joined:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _one_line(err: BaseException) -> str:

@@ -7,6 +7,8 @@ the smaller ones. For each n, activation and depth: the exact κ_eff of the n ×
 numerical rank, and the smallest gradient angle over all pairs
 (``scale.streaming.streaming_smallest_angles``). The linear net's kernel is (L+1)·XXᵀ/d at
 every depth, of rank ≤ d: past n = d it is singular and κ_eff measures it on its range.
+Across processes (``runs.launcher``) every batch's kernels and angles are split over them
+(``ntkcond.scale.processes``) and process 0 writes the run directory (``runs.shared_run``).
 """
 from __future__ import annotations
 
@@ -18,15 +20,21 @@ import time
 import numpy as np
 
 from .. import datasets
-from .._core.checks import as_int
+from .._core.checks import as_count, as_int
 from .._core.io import atomic_savefig
-from ..activations import parse_activation
+from ..activations import parse_activations
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
-from .rundir import data_fingerprint, open_run
+from ..scale.processes import current_share
+from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+                  parse_sizes, run_main)
+from .depth import check_nonzero_rows, check_spectrum_fields
+from .launcher import add_process_arguments
+from .rundir import check_record_fields, data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
-__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch"]
+__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch", "main"]
 
 KEY_FIELDS = ("n", "activation", "depth")
 CSV_FIELDS = ["n", "activation", "depth", "rank", "kappa_eff", "kappa", "lambda_max",
@@ -68,12 +76,19 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
     """
     where = "cond_vs_batch"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a) for a in activations]
+    acts = parse_activations(activations, where)
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
-    sizes = default_sizes(n_max) if sizes is None else sorted({as_int(n, "size", where, 2) for n in sizes})
+    if sizes is not None:
+        given = [as_int(n, "size", where, 2) for n in sizes]
+        if len(set(given)) != len(given):
+            raise ValueError(f"{where}: expected distinct batch sizes, got {given} (each size "
+                             "once)")
+    sizes = default_sizes(n_max) if sizes is None else sorted(given)
     if not sizes or sizes[-1] > n_all:
         raise ValueError(f"{where}: expected batch sizes 2 <= n <= {n_all} ({ds.name}), got {sizes}")
+    check_nonzero_rows(ds, where)
+    seed = as_count(seed, "seed", where, minimum=0)
     order = np.random.default_rng(seed).permutation(n_all)
     config = {"dataset": ds.name, "split": ds.split, "d": d, "sizes": sizes, "depths": depths,
               "activations": [a.name for a in acts], "width": "inf", "trainable": "all",
@@ -81,10 +96,11 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
     from tqdm.auto import tqdm
 
-    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+    share = current_share()  # several processes: all compute each size, process 0 writes
+    with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                    where=where, outputs=OUTPUTS, validate=record_validator(config, n_all)) as run:
         resumed = len(run.records)
-        for n in tqdm(sizes, desc=where, unit="size", disable=not progress):
+        for n in tqdm(sizes, desc=where, unit="size", disable=not (progress and share.is_root)):
             todo = [a for a in acts if any(run.key({"n": n, "activation": a.name, "depth": L})
                                            not in run.done for L in depths)]
             if not todo:
@@ -112,13 +128,39 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
                     if run.key(rec) not in run.done:
                         run.append(rec)
         records = sorted(run.records, key=lambda r: (r["n"], config["activations"].index(r["activation"]), r["depth"]))
-        table_csv = write_csv(run.file("table.csv"), records, CSV_FIELDS)
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = f"{name} ({ds.split}), d = {d}, nested batches, infinite width"
-        figure = plot_cond_vs_batch(records, run.file("figure.png"), title=title, d=d,
-                                    depths=depths, metadata=config)
+        table_csv, figure = run.file("table.csv"), run.file("figure.png")
+        share.on_root(lambda: (write_csv(table_csv, records, CSV_FIELDS),
+                               plot_cond_vs_batch(records, figure, title=title, d=d,
+                                                  depths=depths, metadata=config)))
         return BatchSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed)
+
+
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("table.csv", "figure.png")
+
+
+def record_validator(config: dict, n_all: int) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): n one
+    of the sizes, activation and depth of the run, d the data's, the spectrum consistent
+    (``runs.depth.check_spectrum_fields``), and with angles an angle in degrees and a pair of
+    two distinct data-set rows."""
+
+    def validate(rec):
+        check_record_fields(rec, {"n": tuple(config["sizes"]), "d": (config["d"],),
+                                  "activation": tuple(config["activations"]),
+                                  "depth": tuple(config["depths"]), "seconds": "float>=0"})
+        check_spectrum_fields(rec)
+        if config["angles"]:
+            check_record_fields(rec, {"min_grad_angle_deg": "angle", "min_grad_angle_pair": "pair"})
+            i, j = rec["min_grad_angle_pair"]
+            if i == j or max(i, j) >= n_all:
+                raise ValueError(f"expected min_grad_angle_pair of two distinct rows < {n_all}, "
+                                 f"got {[i, j]}")
+
+    return validate
 
 
 def _series(records):
@@ -181,3 +223,59 @@ def plot_cond_vs_batch(records, path: str, *, title: str, d: int, depths, metada
     atomic_savefig(fig, path, dpi=120, metadata={"Description": str(metadata)} if metadata else None)
     plt.close(fig)
     return path
+
+
+# The command: ``ntkcond cond-vs-batch`` and ``scripts/cond_vs_batch.py``.
+
+NAME = "cond_vs_batch"
+COMMAND_DOC = """Effective condition number and smallest gradient angle against the batch size n.
+
+examples:
+  {command}                                   # digits (d = 64), up to 1797
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+  {command} --dataset ../shared/data/cifar10_test_jpeg_lossy.npz --preset cifar10
+
+Batches are nested (the first n of one fixed shuffled order). For each n, activation and
+depth: the exact κ_eff of the n × n infinite-width NTK, its numerical rank, and the smallest
+gradient angle over all pairs. Writes config.json, records.jsonl, table.csv and figure.png to
+--out (--resume continues a killed run, --overwrite starts over); prints the table. The
+library call: ntkcond.runs.cond_vs_batch.cond_vs_batch.
+"""
+
+
+def build_parser(prog: str | None = None):
+    """The flags of ``cond_vs_batch`` (``command_parser``: as the script when prog is None)."""
+    p = command_parser(NAME, COMMAND_DOC, prog)
+    add_data_arguments(p, split="test")
+    p.add_argument("--sizes", default=None,
+                   help="batch sizes, e.g. 64,128,1000 (default: 64, 128, ... and the data-set size)")
+    p.add_argument("--max-n", type=int, default=10000, help="cap on the default batch sizes")
+    p.add_argument("--depths", default="1,3,10", help="e.g. 1,3,10 or 0-10")
+    p.add_argument("--activations", nargs="+", default=["relu", "linear"], help="relu linear leaky:0.1 ...")
+    p.add_argument("--no-angles", action="store_true", help="skip the smallest-angle streaming")
+    p.add_argument("--block", type=int, default=1024, help="block size")
+    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
+    add_run_arguments(p, NAME)
+    add_process_arguments(p)
+    return p
+
+
+def _run_command(args):
+    ds = load_data(args, seed=args.seed)
+    sweep = cond_vs_batch(ds, out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
+                          max_n=args.max_n, depths=parse_depths(args.depths),
+                          activations=args.activations, angles=not args.no_angles, block=args.block,
+                          seed=args.seed, resume=args.resume, overwrite=args.overwrite,
+                          progress=not args.no_progress)
+    print(sweep.title)
+    print(format_table(sweep.records))
+    print("(rank < n: the kernel is singular; kappa_eff is measured on its range)")
+    print(f"table: {os.path.abspath(sweep.table_csv)}")
+    print(f"figure: {os.path.abspath(sweep.figure)}")
+    return sweep
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """The command: parse ``argv``, run the sweep, print the table; 0, 2 or 130."""
+    p = build_parser(prog)
+    return run_main(p.prog, p, _run_command, argv)

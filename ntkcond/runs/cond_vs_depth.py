@@ -12,6 +12,11 @@ its record is appended (``spectrum_key``: ``b{batch}_L{depth}_{activation}_w{wid
 so a killed run resumed with ``resume`` still ends with every spectrum; at the end they are
 packed into ``spectra.npz`` (one (n,) ascending float64 array per record, K's units) and drawn
 in ``spectra.png`` (``plot_spectra``).
+
+Across processes (``runs.launcher``) the calls (one per batch in a fresh Figure-2 run) go
+round-robin to the processes, one round at a time; after each round the records are gathered
+and process 0 appends them in the order one process would (``runs.shared_run``), so
+``records.jsonl`` is the same and a killed run loses at most the round in flight.
 """
 from __future__ import annotations
 
@@ -25,15 +30,20 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_depth, as_int
 from .._core.io import atomic_savefig, atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activations
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
-from .depth import iter_finite_batch, iter_infinite_batch
-from .rundir import data_fingerprint, open_run
+from ..scale.processes import current_share
+from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+                  parse_width, positive_int, run_main)
+from .depth import check_nonzero_rows, check_spectrum_fields, iter_finite_batch, iter_infinite_batch
+from .launcher import add_process_arguments
+from .rundir import check_record_fields, data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
-           "spectrum_key", "pack_spectra", "plot_spectra"]
+           "spectrum_key", "pack_spectra", "plot_spectra", "main"]
 
 KEY_FIELDS = ("batch_index", "depth", "activation", "width", "seed")
 
@@ -61,6 +71,17 @@ def _width_key(w):
     return math.inf if w == "inf" else int(w)
 
 
+def _unique_widths(widths, where: str) -> list:
+    """Widths "inf" and integers >= 1, each once, sorted (∞ last)."""
+    if isinstance(widths, (str, int)):
+        widths = [widths]
+    items = [w if w == "inf" else as_int(w, "width", where, 1) for w in widths]
+    if not items or len(set(items)) != len(items):
+        raise ValueError(f"{where}: expected one or more distinct widths ('inf' or integers "
+                         f">= 1), got {list(widths)!r}")
+    return sorted(items, key=_width_key)
+
+
 def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=range(11),
                   activations=("relu", "linear"), widths=("inf",), seeds: int = 5,
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
@@ -84,16 +105,15 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
     """
     where = "cond_vs_depth"
     depths = sorted({as_depth(L, where) for L in depths})
-    parsed = {}
-    for a in activations:  # parsed once here; the batches get the Activation objects
-        act = parse_activation(a)
-        parsed.setdefault(act.name, act)
+    # parsed once here (each activation once); the batches get the Activation objects
+    parsed = {act.name: act for act in parse_activations(activations, where)}
     acts = list(parsed)
-    widths = sorted(set(widths), key=_width_key)
+    widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
                                      max_batches=max_batches, drop_last=drop_last)
     _check_batch_memory(batch, len(ds.x), where)
+    check_nonzero_rows(ds, where)
     config = {"dataset": ds.name, "split": ds.split, "batch": batch, "depths": depths,
               "activations": acts, "width": widths, "trainable": trainable,
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,
@@ -101,11 +121,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
     if save_spectra:  # only when set: runs made before the flag existed still resume
         config["save_spectra"] = True
-    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+    share = current_share()  # several processes: the calls split, process 0 writes
+    with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                    where=where, outputs=OUTPUTS,
+                    validate=record_validator(config, [len(i) for i in index_batches])) as run:
         resumed = len(run.records)
-        if overwrite:
-            _discard_spectra(run)
         todo = []  # (batch, activation, width, seed, depths still missing)
         for b in range(len(index_batches)):
             for width in widths:
@@ -123,26 +143,53 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         latest = []  # the eigenvalues of the kernel whose record comes next
         hook = latest.append if save_spectra else None
         nets = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
-        with tqdm(total=total, initial=resumed, desc=where, unit="kernel", disable=not progress) as bar:
-            for b, width, group_acts, group_seeds, missing in grid_calls(todo):
-                index = index_batches[b]
-                meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
-                if width == "inf":
-                    new = iter_infinite_batch(ds.x[index], index, depths=missing,
-                                              activations=[parsed[a] for a in group_acts], trainable=trainable,
-                                              meta=meta, on_spectrum=hook)
-                else:
-                    new = iter_finite_batch(ds.x[index], index, depths=missing,
-                                            activations=[parsed[a] for a in group_acts], width=width,
-                                            seeds=group_seeds, trainable=trainable, meta=meta,
-                                            on_spectrum=hook, nets=nets)
-                for rec in new:
-                    if save_spectra:  # the spectrum first: a record never lacks its file
-                        _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), latest.pop())
-                    run.append(rec)
-                    bar.update(1)
+        def records_of(call):
+            b, width, group_acts, group_seeds, missing = call
+            index = index_batches[b]
+            meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
+            if width == "inf":
+                return iter_infinite_batch(ds.x[index], index, depths=missing,
+                                           activations=[parsed[a] for a in group_acts],
+                                           trainable=trainable, meta=meta, on_spectrum=hook)
+            return iter_finite_batch(ds.x[index], index, depths=missing,
+                                     activations=[parsed[a] for a in group_acts], width=width,
+                                     seeds=group_seeds, trainable=trainable, meta=meta,
+                                     on_spectrum=hook, nets=nets)
+
+        def keep(rec, spectrum, bar):
+            if save_spectra and share.is_root:  # the spectrum first: a record never lacks its file
+                _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), spectrum)
+            run.append(rec)
+            bar.update(1)
+
+        calls = grid_calls(todo)
+        with tqdm(total=total, initial=resumed, desc=where, unit="kernel",
+                  disable=not (progress and share.is_root)) as bar:
+            if not share.distributed:  # each record kept as it finishes
+                for call in calls:
+                    for rec in records_of(call):
+                        keep(rec, latest.pop() if save_spectra else None, bar)
+            else:  # rounds of one call per process; the records kept in call order
+                for start in range(0, len(calls), share.count):
+                    mine, error = [], None
+                    if start + share.index < len(calls):
+                        try:
+                            for rec in records_of(calls[start + share.index]):
+                                mine.append((rec, latest.pop() if save_spectra else None))
+                        except Exception as err:  # noqa: BLE001 (raised in every process)
+                            error = err
+                    parts = share.allgather((mine, error))
+                    for _, err in parts:
+                        if err is not None:
+                            raise err
+                    for part, _ in parts:
+                        for rec, spectrum in part:
+                            keep(rec, spectrum, bar)
         rows = summarize(run.records)
-        summary_csv = write_csv(run.file("summary.csv"), rows)
+        summary_csv = run.file("summary.csv")
+        if not share.is_root:  # the files are process 0's; the others return the same result
+            return share.broadcast(None)
+        summary_csv = write_csv(summary_csv, rows)
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = (f"{name} ({ds.split}), n = {batch}, {len(index_batches)} batch(es), width "
                  f"{', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
@@ -156,9 +203,53 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
             spectra = run.file("spectra.npz")
             spectra_figure = plot_spectra(arrays, run.records, run.file("spectra.png"),
                                           title=title, metadata=config)
-        return DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
-                          computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
-                          spectra_figure=spectra_figure)
+        result = DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
+                            computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
+                            spectra_figure=spectra_figure)
+        return share.broadcast(result)
+
+
+#: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
+OUTPUTS = ("summary.csv", "figure.png", "spectra", "spectra.npz", "spectra.png")
+
+
+def record_validator(config: dict, batch_sizes) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): every
+    field of ``runs.depth.RECORD_KEYS`` of the right kind and range, the key fields within the
+    configuration (a batch index below the number of batches, n its size, a depth, activation,
+    width, seed and trainable of the run), the spectrum consistent (``check_spectrum_fields``)
+    and the pair's indices distinct."""
+    widths, seeds = config["width"], config["init_seeds"] or []
+
+    def validate(rec):
+        check_record_fields(rec, {
+            "dataset": (config["dataset"],), "split": (config["split"],),
+            "batch_index": "int>=0", "depth": tuple(config["depths"]),
+            "activation": tuple(config["activations"]), "trainable": (config["trainable"],),
+            "min_grad_angle_deg": "angle", "min_grad_angle_pair": "pair",
+            "min_input_angle_deg": "angle", "seconds": "float>=0"})
+        # fields added later: checked when present, so older runs still resume
+        check_record_fields(rec, {k: v for k, v in (("lambda_min_upper_bound", "float"),
+                                                     ("lambda_min_bound_ratio", "float|None"))
+                                  if k in rec})
+        if rec["batch_index"] >= len(batch_sizes):
+            raise ValueError(f"expected batch_index < {len(batch_sizes)} (the run's batches), got "
+                             f"{rec['batch_index']}")
+        if rec.get("width") not in widths:
+            raise ValueError(f"expected width in {widths}, got {rec.get('width')!r}")
+        if rec["width"] == "inf" and rec.get("seed") is not None:
+            raise ValueError(f"expected seed null at width inf, got {rec.get('seed')!r}")
+        if rec["width"] != "inf" and (rec.get("seed") not in seeds or isinstance(rec.get("seed"), bool)):
+            raise ValueError(f"expected seed in {seeds}, got {rec.get('seed')!r}")
+        check_spectrum_fields(rec)
+        if rec["n"] != batch_sizes[rec["batch_index"]]:
+            raise ValueError(f"expected n = {batch_sizes[rec['batch_index']]} (the size of batch "
+                             f"{rec['batch_index']}), got {rec['n']}")
+        i, j = rec["min_grad_angle_pair"]
+        if i == j:
+            raise ValueError(f"expected min_grad_angle_pair of two distinct rows, got {[i, j]}")
+
+    return validate
 
 
 def grid_calls(todo) -> list[tuple]:
@@ -201,18 +292,6 @@ def spectrum_key(rec: dict) -> str:
     seed = "-" if rec["seed"] is None else rec["seed"]
     act = str(rec["activation"]).replace(":", "")
     return f"b{rec['batch_index']}_L{rec['depth']}_{act}_w{rec['width']}_s{seed}"
-
-
-def _discard_spectra(run) -> None:
-    """Remove the spectra of a run being overwritten (spectra/*.npy, spectra.npz, spectra.png)."""
-    folder = run.file("spectra")
-    if os.path.isdir(folder):
-        for name in os.listdir(folder):
-            if name.endswith(".npy"):
-                os.unlink(os.path.join(folder, name))
-    for name in ("spectra.npz", "spectra.png"):
-        if os.path.exists(run.file(name)):
-            os.unlink(run.file(name))
 
 
 def _save_npy(path: str, array) -> None:
@@ -403,3 +482,76 @@ def plot_cond_vs_depth(rows, path: str, *, title: str = "", metadata: dict | Non
     atomic_savefig(fig, path, dpi=120, metadata=meta)
     plt.close(fig)
     return path
+
+
+# The command: ``ntkcond cond-vs-depth`` and ``scripts/cond_vs_depth.py``.
+
+NAME = "cond_vs_depth"
+COMMAND_DOC = """NTK condition number and smallest gradient angle against depth, ReLU beside linear.
+
+examples:
+  {command}                      # digits, batch 512, depths 0-10
+  {command} --dataset cifar10 --split test --data-dir ../shared/data
+  {command} --dataset path/to/file.npz --preset mnist --depths 0,1,5
+  {command} --width inf 512 2048 --seeds 5   # finite beside infinite
+
+Finite widths are exact empirical NTKs of ntkcond.mlp nets (float64), one net per seed
+0 … --seeds − 1, the same nets on every batch. Writes to --out: config.json, records.jsonl
+(one record per batch × width × activation × seed × depth, appended as each finishes),
+summary.csv (median, mean, min, max over batches and seeds) and figure.png; prints the table
+(medians) and the figure's path. --save-spectra also keeps every kernel's eigenvalues
+(spectra/<key>.npy as each finishes, packed into spectra.npz, keys
+b{batch}_L{depth}_{activation}_w{width}_s{seed}) and draws spectra.png (eigenvalue decay per
+depth, ReLU vs linear, first batch). --resume continues a killed run; a run directory is never
+replaced without --overwrite. The library call: ntkcond.runs.cond_vs_depth.cond_vs_depth.
+"""
+
+
+def build_parser(prog: str | None = None):
+    """The flags of ``cond_vs_depth`` (``command_parser``: as the script when prog is None)."""
+    p = command_parser(NAME, COMMAND_DOC, prog)
+    add_data_arguments(p)
+    p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
+    p.add_argument("--max-batches", type=positive_int, default=None, help="at most this many batches")
+    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
+    p.add_argument("--activations", nargs="+", default=["relu", "linear"],
+                   help="relu linear leaky:0.1 ...")
+    p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
+                   help="inf and/or finite widths, e.g. --width inf 512 2048")
+    p.add_argument("--seeds", type=positive_int, default=5,
+                   help="finite widths: number of random nets, seeds 0..S-1")
+    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
+                   help="which weights are trained: all layers, W1 only, or the read-out only")
+    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
+    p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
+    p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
+    p.add_argument("--save-spectra", action="store_true",
+                   help="keep every kernel's eigenvalues: spectra.npz and spectra.png")
+    add_run_arguments(p, NAME)
+    add_process_arguments(p)
+    return p
+
+
+def _run_command(args):
+    ds = load_data(args, seed=args.seed)
+    sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=parse_depths(args.depths),
+                          activations=args.activations, widths=args.width, seeds=args.seeds,
+                          trainable=args.trainable, seed=args.seed, in_order=args.in_order,
+                          drop_last=args.drop_last, max_batches=args.max_batches,
+                          resume=args.resume, overwrite=args.overwrite,
+                          progress=not args.no_progress, save_spectra=args.save_spectra)
+    print(sweep.title)
+    print(format_table(sweep.rows))
+    print("(medians over batches and seeds; * = kappa_eff at the float64 resolution limit)")
+    print(f"summary: {os.path.abspath(sweep.summary_csv)}")
+    print(f"figure: {os.path.abspath(sweep.figure)}")
+    if sweep.spectra:
+        print(f"spectra: {os.path.abspath(sweep.spectra)}, {os.path.abspath(sweep.spectra_figure)}")
+    return sweep
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """The command: parse ``argv`` (default sys.argv[1:]), run the sweep, print the table;
+    0, or 2 (bad input, one line on stderr), or 130 (Ctrl-C)."""
+    p = build_parser(prog)
+    return run_main(p.prog, p, _run_command, argv)

@@ -18,15 +18,26 @@ import time
 
 import numpy as np
 
-from .._core.checks import as_count
+from .._core.checks import as_count, resolve_trainable
 from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
 from ..activations import parse_activation
-from ..infinite.geometry import input_angles, pair_geometry
+from ..infinite.geometry import pair_geometry
 from ..infinite.kernels import sweep_geometry
-from ..spectrum import argmin_upper, conditioning, pairwise_angles
+from ..spectrum import (
+    ScaledKernel,
+    argmin_upper,
+    checked_kernel,
+    conditioning_core,
+    lambda_min_upper_bound_core,
+    pairwise_angles_core,
+    resolve_tolerances,
+    scale_trusted,
+)
 
-__all__ = ["RECORD_KEYS", "spectrum_record", "iter_infinite_batch", "iter_finite_batch",
+EPS64 = float(np.finfo(np.float64).eps)
+
+__all__ = ["RECORD_KEYS", "spectrum_record", "scaled_record", "check_spectrum_fields", "check_nonzero_rows", "iter_infinite_batch", "iter_finite_batch",
            "measure_infinite_batch", "measure_finite_batch"]
 
 RECORD_KEYS = (
@@ -54,12 +65,57 @@ RECORD_KEYS = (
 )
 
 
+def check_nonzero_rows(ds, where: str) -> None:
+    """ValueError naming the first zero row of the data set ``ds`` by its row in the file (not
+    by its place in a shuffled batch): a zero input has no direction, so its angles are
+    undefined."""
+    zero = ~np.any(ds.x != 0, axis=1)
+    if zero.any():
+        row = int(np.argmax(zero))
+        raise ValueError(f"{where}: expected nonzero inputs (a zero row has no angle to the "
+                         f"others), got {int(zero.sum())} zero row(s) in {ds.name}, the first "
+                         f"row {row} of the data set (after preprocessing); drop it")
+
+
+def check_spectrum_fields(rec: dict) -> None:
+    """Check the spectrum fields of a stored record (``runs.rundir.check_record_fields``
+    kinds, then consistency): n ≥ 1, 0 < lambda_min_nonzero ≤ lambda_max, 1 ≤ rank ≤ n,
+    kappa_eff = lambda_max/lambda_min_nonzero (to 1e-12 relative: it is computed so) and at
+    most 1/(n·eps₆₄), the largest κ_eff the cutoff τ = n·eps·λmax lets through; where present,
+    kappa ≥ kappa_eff or None and precision_limited a bool. ValueError naming the field otherwise."""
+    from .rundir import check_record_fields
+
+    check_record_fields(rec, {"n": "int>=1", "lambda_max": "float>0",
+                              "lambda_min_nonzero": "float>0", "rank": "int>=1",
+                              "kappa_eff": "float>0"})
+    # kappa and precision_limited: in the κ records, not in train_vs_depth's
+    check_record_fields(rec, {k: v for k, v in (("kappa", "float>0|None"),
+                                                 ("precision_limited", "bool")) if k in rec})
+    n, lam_max, lam_min, kappa_eff = rec["n"], rec["lambda_max"], rec["lambda_min_nonzero"], rec["kappa_eff"]
+    if rec["rank"] > n:
+        raise ValueError(f"expected rank <= n = {n}, got {rec['rank']}")
+    if lam_min > lam_max * (1 + 1e-12):
+        raise ValueError(f"expected lambda_min_nonzero <= lambda_max = {lam_max!r}, got {lam_min!r}")
+    if abs(kappa_eff - lam_max / lam_min) > 1e-12 * kappa_eff:
+        raise ValueError(f"expected kappa_eff = lambda_max/lambda_min_nonzero = "
+                         f"{lam_max / lam_min!r}, got {kappa_eff!r}")
+    ceiling = 1.0 / (n * np.finfo(np.float64).eps)
+    if kappa_eff > ceiling * (1 + 1e-9):
+        raise ValueError(f"expected kappa_eff <= 1/(n*eps) = {ceiling:.6g} (larger values fall "
+                         f"below the cutoff), got {kappa_eff!r}")
+    if rec.get("kappa") is not None and rec["kappa"] < kappa_eff * (1 - 1e-12):
+        raise ValueError(f"expected kappa >= kappa_eff = {kappa_eff!r} or null, got {rec['kappa']!r}")
+
+
 def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict:
     """The kernel part of a record: conditioning of ``ntk`` and the smallest angle.
 
     Args:
-      ntk: (n, n) kernel; angles: (n, n) gradient angles in radians;
+      ntk: (n, n) kernel (checked once as ``ntkcond.conditioning`` checks it: one float64
+        copy, one finiteness pass, one transpose, shared by κ and the bound);
+      angles: (n, n) gradient angles in radians;
       index: (n,) data-set indices of the rows (for ``min_grad_angle_pair``).
+      dtype: the dtype ``ntk`` was computed in (``conditioning``'s ``dtype``).
       on_spectrum: if given, called with the (n,) ascending eigenvalues of ``ntk`` (K's units,
         ``Conditioning.eigenvalues``) of the one eigendecomposition made here; the record is
         the same either way.
@@ -69,13 +125,22 @@ def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict
     lambda_min_nonzero / that bound (≤ 1 up to rounding for a full-rank kernel; None when the
     bound is ≤ 0).
     """
-    from ..spectrum import lambda_min_upper_bound
+    where = "spectrum_record"
+    return scaled_record(checked_kernel(ntk, where, dtype), angles, index, where,
+                         on_spectrum=on_spectrum)
 
-    cond = conditioning(ntk, dtype=dtype)
+
+def scaled_record(kernel: ScaledKernel, angles, index, where: str, *, on_spectrum=None) -> dict:
+    """``spectrum_record`` of a kernel already checked or built here (``ScaledKernel``; the
+    iterators below pass ``scale_trusted`` of the kernels they build): the unchecked cores
+    ``conditioning_core`` and ``lambda_min_upper_bound_core`` on the one scaled matrix, no
+    check, copy or transpose of it; messages name ``where``."""
+    rtol, atol = resolve_tolerances(None, None, kernel.matrix.shape[0], where)  # the defaults
+    cond = conditioning_core(kernel, rtol, atol, where)
     if on_spectrum is not None:
         on_spectrum(cond.eigenvalues)
     angle, i, j = argmin_upper(angles)
-    bound = lambda_min_upper_bound(ntk)[0]  # closest-pair interlacing bound ≥ λ_min
+    bound = lambda_min_upper_bound_core(kernel, where)[0]  # closest-pair interlacing bound ≥ λ_min
     return {
         "lambda_max": cond.lambda_max,
         "lambda_min_nonzero": cond.lambda_min_nonzero,
@@ -109,16 +174,17 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
     Yields:
       record dicts (``RECORD_KEYS``).
     """
+    where = "measure_infinite_batch"
     meta = dict(meta or {})
     x = np.asarray(x, dtype=np.float64)
     if x.shape[0] < 2:
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
-    geometry = pair_geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
+    geometry = pair_geometry(x, None, where)  # shared by every depth and activation
     min_input = math.degrees(argmin_upper(geometry.angle)[0])
     for activation in activations:
         act = parse_activation(activation)
-        for item in sweep_geometry(geometry, depths, act, trainable):
+        for item in sweep_geometry(geometry, depths, act, trainable, where):
             rec = dict(meta)
             rec.update(
                 n=int(x.shape[0]),
@@ -128,7 +194,10 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
                 seed=None,
                 trainable=trainable,
             )
-            rec.update(spectrum_record(item.ntk, item.angles, index, on_spectrum=on_spectrum))
+            # item.ntk: finite (check_scale) and exactly symmetric (pairs (i, j), i > j, computed
+            # as (j, i)) by construction: not checked again
+            rec.update(scaled_record(scale_trusted(item.ntk, where), item.angles, index, where,
+                                     on_spectrum=on_spectrum))
             rec["min_input_angle_deg"] = min_input
             now = time.perf_counter()
             rec["seconds"] = now - start
@@ -183,14 +252,18 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
     from ..finite.models import mlp
     from ..finite.sweep import BatchNTK, NetWeights
 
+    where = "measure_finite_batch"
     meta = dict(meta or {})
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 2:
         raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
     seeds = [int(s) for s in seeds]
     depths = sorted(set(depths))
+    for L in depths:  # checked here, not in BatchNTK.kernel on a worker thread
+        resolve_trainable(trainable, L, where)
     acts = [parse_activation(a) for a in activations]
-    min_input = math.degrees(argmin_upper(input_angles(x))[0])
+    # input_angles(x), its messages naming this function
+    min_input = math.degrees(argmin_upper(pair_geometry(x, None, where, arrays=7).angle)[0])
     nets = NetWeights() if nets is None else nets
     workers = (blas_threads() if workers is None
                else as_count(workers, "workers", "measure_finite_batch"))
@@ -205,13 +278,14 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
 
             def work():
                 start = time.perf_counter()
-                K = _finite_kernel(batch, net, params, trainable)
+                K, kernel = _finite_kernel(batch, net, params, trainable, where)
+                _check_alive(K, index, act, width, seed, depth, meta)
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
                            seed=seed, trainable=trainable)
                 spectrum = []
-                rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64,
-                                           on_spectrum=spectrum.append))
+                rec.update(scaled_record(kernel, pairwise_angles_core(K, EPS64, where), index,
+                                         where, on_spectrum=spectrum.append))
                 rec["min_input_angle_deg"] = min_input
                 rec["seconds"] = drawn + time.perf_counter() - start
                 return rec, spectrum[0]
@@ -233,18 +307,39 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
         yield rec
 
 
-def _finite_kernel(batch, net, params, trainable) -> np.ndarray:
-    """The float64 kernel of ``iter_finite_batch``: ``BatchNTK`` for NumPy weights (the CPU),
-    ``empirical_ntk`` in jax (scoped x64) for weights on an accelerator."""
+def _check_alive(K, index, act, width, seed, depth, meta) -> None:
+    """ValueError naming the net when a gradient is zero on an input of the batch (K_ii = 0):
+    a small bias-free ReLU net with every unit of a layer inactive there is dead on it, and
+    its angles (and for the zero kernel, κ) are undefined."""
+    dead = np.flatnonzero(np.diagonal(K) <= 0)
+    if dead.size:
+        where = f" of batch {meta['batch_index']}" if "batch_index" in meta else ""
+        raise ValueError(
+            f"iter_finite_batch: the width-{width} {act.name} net of seed {seed} at depth {depth} is "
+            f"dead on {dead.size} of the {K.shape[0]} inputs{where} (first: row {int(index[dead[0]])} "
+            "of the data set): its gradient there is zero, every unit of a hidden layer "
+            "inactive, so gradient angles and kappa_eff are undefined; use a larger --width")
+
+
+def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, ScaledKernel]:
+    """(K, its ``ScaledKernel``): the float64 kernel of ``iter_finite_batch`` and the matrix its
+    spectrum is read from. ``BatchNTK`` for NumPy weights (the CPU): finite (checked once, in
+    ``BatchNTK.kernel``) and exactly symmetric by construction (every Gram is one ``A @ A.T``,
+    BLAS's symmetric rank-k update with its triangle mirrored, combined entrywise), so
+    ``scale_trusted``: one scaled copy. ``empirical_ntk`` in jax (scoped x64) for weights on
+    an accelerator: finite (checked there), symmetric only up to rounding, so symmetrised
+    (``scale_checked``: one copy, one transpose)."""
     if all(isinstance(w, np.ndarray) for w in params):
-        return batch.kernel(net, params, trainable)
+        K = batch.kernel(net, params, trainable, where=where)
+        return K, scale_trusted(K, where)
     import jax.numpy as jnp
 
     from ..finite.empirical import empirical_ntk
 
     with x64():
-        return np.asarray(empirical_ntk(net, params, jnp.asarray(batch.x, jnp.float64),
-                                        trainable=trainable), np.float64)
+        K = np.asarray(empirical_ntk(net, params, jnp.asarray(batch.x, jnp.float64),
+                                     trainable=trainable), np.float64)
+    return K, scale_trusted(K, where, symmetrise=True)
 
 
 def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",

@@ -6,6 +6,8 @@ O(block² + n·d). The stream checkpoints after each block row to ``checkpoint.j
 directory, so ``resume`` continues a killed run from its last finished block row. When it
 completes, one record per (activation, depth) goes to ``records.jsonl``, and ``result.json``
 (configuration, input angle, every minimum with its pair) and ``table.csv`` are written.
+Across processes (``runs.launcher``) every process sweeps its share of the pairs and process 0
+writes the run directory (``runs.shared_run``); ``result.json`` then says ``"processes"``.
 """
 from __future__ import annotations
 
@@ -16,12 +18,17 @@ import os
 
 from .. import datasets
 from .._core.io import atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activations
 from ..scale.streaming import streaming_smallest_angles
-from .rundir import data_fingerprint, open_run
+from ..scale.processes import current_share
+from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+                  run_main)
+from .launcher import add_process_arguments
+from .rundir import check_record_fields, data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
-__all__ = ["MinAngleRun", "min_angle", "format_table"]
+__all__ = ["MinAngleRun", "min_angle", "format_table", "main"]
 
 KEY_FIELDS = ("activation", "depth")
 CHECKPOINT = "checkpoint.json"
@@ -55,7 +62,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
     """
     where = "min_angle"
     depths = sorted(set(depths))
-    acts = [parse_activation(a).name for a in activations]
+    acts = [a.name for a in parse_activations(activations, where)]
     x = ds.x
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
@@ -65,36 +72,75 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               "depths": depths, "activations": acts, "width": "inf", "trainable": trainable,
               "block": block, "backend": backend, "devices": devices, "dtype": dtype,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(x)}
-    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+    share = current_share()  # several processes: process 0 writes, all compute (runs.launcher)
+    with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                    where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
-        if not resume:  # a fresh run never picks up a stray checkpoint
-            for path in (checkpoint, result_json):
-                if os.path.exists(path):
-                    os.unlink(path)
-        if resume and len(run.done) == len(acts) * len(depths) and os.path.exists(result_json):
-            with open(result_json, encoding="utf-8") as f:  # already complete: nothing to do
-                return MinAngleRun(result=json.load(f), result_json=result_json,
-                                   table_csv=run.file("table.csv"))
+
+        def complete():  # process 0: a finished run to return as it is, else None
+            if not resume:  # a fresh run never picks up a stray checkpoint
+                for path in (checkpoint, result_json):
+                    if os.path.exists(path):
+                        os.unlink(path)
+            if resume and len(run.done) == len(acts) * len(depths) and os.path.exists(result_json):
+                with open(result_json, encoding="utf-8") as f:  # already complete: nothing to do
+                    return MinAngleRun(result=json.load(f), result_json=result_json,
+                                       table_csv=run.file("table.csv"))
+            return None
+
+        finished = share.on_root(complete)
+        if finished is not None:
+            return finished
         res = streaming_smallest_angles(
             x, depths=depths, activations=acts, trainable=trainable, block=block, backend=backend,
-            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint, progress=progress)
-        rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
-                 "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1]} for r in res.results]
-        for row in rows:
-            if run.key(row) not in run.done:
-                run.append(row)
-        result = {"config": {**config, "block": res.block, "backend": res.backend,
-                             "devices": res.devices, "dtype": res.dtype},
-                  "pairs": res.pairs, "seconds": res.seconds,
-                  "resumed_from_row_block": res.resumed_from_row_block,
-                  "input_angle_rad": res.input_angle, "input_angle_deg": math.degrees(res.input_angle),
-                  "input_pair": list(res.input_pair), "results": rows}
-        atomic_write(result_json, json.dumps(result, indent=2) + "\n")
-        table_csv = write_csv(run.file("table.csv"), rows)
-        if os.path.exists(checkpoint):
-            os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
-        return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint,
+            progress=progress and share.is_root)
+
+        def write():  # process 0: the records and results
+            rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
+                     "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1]} for r in res.results]
+            for row in rows:
+                if run.key(row) not in run.done:
+                    run.append(row)
+            result = {"config": {**config, "block": res.block, "backend": res.backend,
+                                 "devices": res.devices, "dtype": res.dtype},
+                      "pairs": res.pairs, "seconds": res.seconds,
+                      "resumed_from_row_block": res.resumed_from_row_block,
+                      "input_angle_rad": res.input_angle,
+                      "input_angle_deg": math.degrees(res.input_angle),
+                      "input_pair": list(res.input_pair), "results": rows}
+            if share.distributed:
+                result["processes"] = share.count
+            atomic_write(result_json, json.dumps(result, indent=2) + "\n")
+            table_csv = write_csv(run.file("table.csv"), rows)
+            if os.path.exists(checkpoint):
+                os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
+            return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+
+        return share.on_root(write)
+
+
+#: What a run derives (deleted first by an overwrite, ``runs.rundir``); the checkpoints too.
+OUTPUTS = ("result.json", "table.csv", CHECKPOINT, CHECKPOINT + ".recursion")
+
+
+def record_validator(config: dict) -> callable:
+    """The check of a stored record against ``config`` (``open_run``'s ``validate``): an
+    activation and depth of the run, angle_rad in [0, π] with angle_deg its value in degrees
+    (to 1e-12 relative), and a pair 0 ≤ i < j < n."""
+    n = config["n"]
+
+    def validate(rec):
+        check_record_fields(rec, {"activation": tuple(config["activations"]),
+                                  "depth": tuple(config["depths"]), "angle_rad": "float>=0",
+                                  "angle_deg": "angle", "i": "int>=0", "j": "int>=0"})
+        if rec["angle_rad"] > math.pi or abs(math.degrees(rec["angle_rad"]) - rec["angle_deg"]) > 1e-12 * 180:
+            raise ValueError(f"expected angle_rad in [0, pi] with angle_deg = degrees(angle_rad), "
+                             f"got {rec['angle_rad']!r} and {rec['angle_deg']!r}")
+        if not rec["i"] < rec["j"] < n:
+            raise ValueError(f"expected a pair 0 <= i < j < n = {n}, got ({rec['i']}, {rec['j']})")
+
+    return validate
 
 
 def format_table(result: dict) -> str:
@@ -107,3 +153,67 @@ def format_table(result: dict) -> str:
                                                    f"({index[(a, L)]['i']}, {index[(a, L)]['j']})")]
             for L in sorted({r["depth"] for r in rows})]
     return text_table(header, body, rule=False)
+
+
+# The command: ``ntkcond min-angle`` and ``scripts/min_angle.py``.
+
+NAME = "min_angle"
+COMMAND_DOC = """Smallest infinite-width gradient angle over all pairs of a data set, per depth and activation.
+
+examples:
+  {command}                                  # digits (1797 images), depths 0-10
+  {command} --dataset mnist --split test --data-dir ../shared/data
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+
+Streams the n(n−1)/2 pairs block by block: memory O(block² + n·d). Writes config.json,
+records.jsonl (one record per activation × depth), result.json (also the input angle and the
+run's timing) and table.csv to --out, and checkpoint.json while running: --resume continues
+a killed run from its last finished block row; --overwrite starts over. Prints the table.
+The library call: ntkcond.runs.min_angle.min_angle.
+"""
+
+
+def build_parser(prog: str | None = None):
+    """The flags of ``min_angle`` (``command_parser``: as the script when prog is None)."""
+    p = command_parser(NAME, COMMAND_DOC, prog)
+    add_data_arguments(p)
+    p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
+    p.add_argument("--seed", type=int, default=0, help="gaussian: seed")
+    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
+    p.add_argument("--activations", nargs="+", default=["relu", "linear"], help="relu linear leaky:0.1 ...")
+    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
+                   help="which weights are trained: all layers, W1 only, or the read-out only")
+    p.add_argument("--block", type=int, default=1024, help="block size")
+    p.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
+    p.add_argument("--devices", type=int, default=None, help="jax: use the first N devices")
+    p.add_argument("--dtype", default="float64", choices=["float64", "float32"],
+                   help="jax backend only: float32 blocks with highest-precision matmuls")
+    p.add_argument("--workers", type=int, default=None, help="numpy: threads (default: CPUs)")
+    add_run_arguments(p, NAME)
+    add_process_arguments(p)
+    return p
+
+
+def _run_command(args):
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers: expected an integer >= 1, got {args.workers}")
+    ds = load_data(args, seed=args.seed)
+    res = min_angle(ds, out=args.out, depths=parse_depths(args.depths), activations=args.activations,
+                    trainable=args.trainable, limit=args.limit, block=args.block,
+                    backend=args.backend, devices=args.devices, dtype=args.dtype,
+                    workers=args.workers, resume=args.resume, overwrite=args.overwrite,
+                    progress=not args.no_progress)
+    r, c = res.result, res.result["config"]
+    print(f"{os.path.basename(c['dataset'])} ({c['split']}), n = {c['n']}, {r['pairs']} pairs, "
+          f"infinite width, trainable = {c['trainable']}, {c['backend']} x{c['devices']}, "
+          f"{r['seconds']:.1f} s")
+    print(f"smallest input angle: {math.degrees(r['input_angle_rad']):.6g} deg, pair {tuple(r['input_pair'])}")
+    print(format_table(r))
+    print(f"result: {os.path.abspath(res.result_json)}")
+    return res
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """The command: parse ``argv``, stream the pairs, print the table; 0, 2 or 130."""
+    p = build_parser(prog)
+    return run_main(p.prog, p, _run_command, argv)

@@ -15,25 +15,36 @@ Policy, the same for every script that writes a run:
     opening it raises ``ValueError`` naming both flags;
   * ``resume`` continues the run there: the stored configuration (data fingerprint included)
     must equal the new one, and the records already there are not recomputed;
-  * ``overwrite`` empties the records *before* it writes the new configuration, so a crash in
-    between never leaves old records under a new configuration;
+  * ``overwrite`` empties the records and then deletes the old run's derived files (the
+    ``outputs`` the caller names: tables, figures, checkpoints, spectra; and stray temporary
+    files) *before* it writes the new configuration, so a crash in between never leaves old
+    records or outputs under a new configuration;
+  * nothing is written through a symbolic link: a run directory holding a symlink (e.g. a
+    planted ``.lock.owner`` or ``records.jsonl``) is refused before anything is opened, and
+    the files written in place are opened with ``O_NOFOLLOW``;
   * a second run into a directory in use fails at once with ``RunLockedError`` naming the holder;
   * ``records.jsonl`` is repaired only where the damage is provably a torn final line (the last
     line, without its newline, that does not parse); any other bad line is refused with its
-    line number.
+    line number, and so is a record that fails the caller's ``validate`` (field by field:
+    types, ranges, consistency with the configuration), so a tampered record is never trusted.
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
+import math
+import numbers
 import os
+import shutil
 import socket
 
 import numpy as np
 
-from .._core.io import append_jsonl, atomic_write, fsync_dir
+from .._core.io import append_jsonl, atomic_write, fsync_dir, write_nofollow
 
-__all__ = ["RunDir", "RunLockedError", "open_run", "data_fingerprint"]
+__all__ = ["RunDir", "RunLockedError", "open_run", "data_fingerprint", "check_record_fields",
+           "read_records"]
 
 CONFIG = "config.json"
 RECORDS = "records.jsonl"
@@ -91,7 +102,7 @@ class RunDir:
         k = self.key(record)
         if k in self.done:
             raise ValueError(f"RunDir.append: record {dict(zip(self.key_fields, k))} is already in {self.path}")
-        append_jsonl(self.file(RECORDS), record)
+        append_jsonl(self.file(RECORDS), record)  # O_NOFOLLOW: never through a link
         self.records.append(record)
         self.done.add(k)
 
@@ -127,8 +138,11 @@ def _lock(path: str, where: str):
             owner = "unknown process"
         raise RunLockedError(f"{where}: {path} is in use by another run ({owner}); wait for it "
                              "to finish or choose another --out") from None
-    with open(owner_path, "w", encoding="utf-8") as f:
-        f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    try:
+        write_nofollow(owner_path, f"pid {os.getpid()} on {socket.gethostname()}\n", where)
+    except BaseException:
+        lock.release()
+        raise
     return lock
 
 
@@ -153,41 +167,59 @@ def _read_json_object(path: str, where: str) -> dict:
     return value
 
 
-def read_records(path: str, key_fields, where: str = "read_records") -> list[dict]:
-    """Records of a ``records.jsonl``; repairs a torn final line (see the module docstring)."""
+def read_records(path: str, key_fields, where: str = "read_records", validate=None, *,
+                 repair: bool = True) -> list[dict]:
+    """Records of a ``records.jsonl``; repairs a torn final line (see the module docstring).
+
+    ``validate``: optional callable(record) raising ``ValueError``/``TypeError`` for a record
+    that is not one the run could have written; the error is re-raised naming the file and
+    the line. Lines are numbered from 1 in the file as it is (blank lines counted).
+    With ``repair=False`` (a reader beside a run that may still be writing) the torn line is
+    dropped from the result and the file is left as it is."""
     if os.path.isdir(path):
         raise ValueError(f"{where}: expected {path} to be a file, got a directory")
     with open(path, "rb") as f:
         raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    lines = (text if text is not None else raw.decode("utf-8", "replace")).split("\n")
-    complete, tail = lines[:-1], lines[-1]  # tail: text after the last newline ('' if none)
+    lines = raw.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]  # tail: bytes after the last newline (b'' if none)
     records = []
     for k, line in enumerate(complete):
         if not line.strip():
             continue
-        records.append(_parse_record(line, path, k + 1, key_fields, where, text is None))
+        records.append(_parse_record(line, path, k + 1, key_fields, where, validate))
     repaired = False
     if tail.strip():
         try:
-            records.append(_parse_record(tail, path, len(lines), key_fields, where, False))
+            rec = _parse_record(tail, path, len(lines), key_fields, where, None)
         except ValueError:
             repaired = True  # the final line, cut mid-write by a kill: provably torn, dropped
         else:
+            if validate is not None:  # complete JSON: a record like any other, checked as such
+                _validated(rec, path, len(lines), where, validate)
+            records.append(rec)
             repaired = True  # a complete record missing only its newline: kept
-    if repaired:
+    if repaired and repair:
         atomic_write(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     return records
 
 
-def _parse_record(line, path, lineno, key_fields, where, undecodable) -> dict:
+def _validated(rec, path, lineno, where, validate) -> None:
     try:
-        if undecodable:
-            raise json.JSONDecodeError("not UTF-8", line, 0)
-        rec = json.loads(line)
+        validate(rec)
+    except (ValueError, TypeError) as err:
+        raise type(err)(f"{where}: {path} line {lineno}: {err}; the record was not written by "
+                        "this run as it stands (edited or damaged): fix it or use --overwrite") from None
+
+
+def _parse_record(line: bytes, path, lineno, key_fields, where, validate) -> dict:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{where}: {path} line {lineno} is not UTF-8 text (byte "
+                         f"{line[err.start:err.start + 1]!r} at column {err.start + 1}); the file "
+                         "is damaged beyond a torn last line: fix it or use --overwrite") from None
+    try:
+        rec = json.loads(text)
     except json.JSONDecodeError:
         raise ValueError(f"{where}: {path} line {lineno} is not a JSON record; the file is "
                          "damaged beyond a torn last line: fix it or use --overwrite") from None
@@ -197,11 +229,75 @@ def _parse_record(line, path, lineno, key_fields, where, undecodable) -> dict:
     missing = [f for f in key_fields if f not in rec]
     if missing:
         raise ValueError(f"{where}: {path} line {lineno}: record lacks the key fields {missing}")
+    if validate is not None:
+        _validated(rec, path, lineno, where, validate)
     return rec
 
 
+def check_record_fields(rec: dict, fields: dict) -> None:
+    """Check a record field by field: ``fields`` maps a name to its kind, one of
+
+      "int" (an integer, not a bool), "int>=0", "int>=1", "float" (a finite real number),
+      "float>=0", "float>0", "angle" (a finite real in [0, 180], degrees), "bool", "str",
+      "pair" (a list of two integers >= 0), a tuple of allowed values,
+      or any of these with "|None" appended (None allowed too).
+
+    ValueError/TypeError names the field, what was expected and what was got (the caller
+    adds the file and line: ``read_records``)."""
+    for name, kind in fields.items():
+        if name not in rec:
+            raise ValueError(f"expected a field {name!r}, got none")
+        value = rec[name]
+        optional = isinstance(kind, str) and kind.endswith("|None")
+        if optional:
+            kind = kind[: -len("|None")]
+            if value is None:
+                continue
+        if not _field_ok(value, kind):
+            shown = repr(value) if len(repr(value)) < 60 else repr(value)[:57] + "..."
+            want = f"one of {list(kind)}" if isinstance(kind, tuple) else _KINDS[kind]
+            raise ValueError(f"expected {name} as {want}{' or null' if optional else ''}, "
+                             f"got {shown}")
+
+
+_KINDS = {"int": "an integer", "int>=0": "an integer >= 0", "int>=1": "an integer >= 1",
+          "float": "a finite number", "float>=0": "a finite number >= 0",
+          "float>0": "a finite number > 0", "angle": "an angle in [0, 180] degrees",
+          "bool": "true or false", "str": "a string", "pair": "a pair [i, j] of indices >= 0"}
+
+
+def _field_ok(v, kind) -> bool:
+    if isinstance(kind, tuple):
+        return any(v == k and type(v) is type(k) for k in kind)
+    is_int = isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    is_real = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+    if kind == "int":
+        return is_int
+    if kind == "int>=0":
+        return is_int and v >= 0
+    if kind == "int>=1":
+        return is_int and v >= 1
+    if kind == "float":
+        return is_real
+    if kind == "float>=0":
+        return is_real and v >= 0
+    if kind == "float>0":
+        return is_real and v > 0
+    if kind == "angle":
+        return is_real and 0 <= v <= 180
+    if kind == "bool":
+        return isinstance(v, bool)
+    if kind == "str":
+        return isinstance(v, str)
+    if kind == "pair":
+        return (isinstance(v, list) and len(v) == 2
+                and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v))
+    raise AssertionError(kind)
+
+
 def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
-             overwrite: bool = False, where: str = "open_run") -> RunDir:
+             overwrite: bool = False, where: str = "open_run", outputs=(),
+             validate=None) -> RunDir:
     """Create, resume or overwrite a run directory, and lock it.
 
     Args:
@@ -210,37 +306,80 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
         ``data_fingerprint(x)`` in it).
       key_fields: record fields identifying a work item, e.g. ("batch_index", "depth", ...).
       resume: continue the run there; its stored config must equal ``config``.
-      overwrite: discard what is there and start over.
+      overwrite: discard what is there and start over: the records, then every file
+        matching ``outputs``, then the new configuration.
       where: the caller's name for error messages.
+      outputs: names (``fnmatch`` patterns; a folder name removes the folder) of the files the
+        run derives from its records, e.g. ("summary.csv", "figure.png"); deleted on
+        ``overwrite`` before the new configuration is written.
+      validate: callable(record) raising ValueError/TypeError for a record this run could not
+        have written (``check_record_fields`` helps); run on every record read on ``resume``.
 
     Returns:
       a locked ``RunDir``; close it (or use ``with``) when the run ends.
 
     Raises:
       ValueError: a run is there and neither flag was given; the stored configuration differs
-        (the differing keys are named); both flags; damaged state (named file and line).
+        (the differing keys are named); both flags; damaged state or a record failing
+        ``validate`` (named file and line); a symbolic link in the run directory.
       RunLockedError: another process holds the directory.
     """
     if resume and overwrite:
         raise ValueError(f"{where}: expected at most one of --resume and --overwrite, got both")
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError(f"{where}: expected --out as a nonempty directory path, got {path!r}")
     config = json.loads(json.dumps(config))  # normalise (tuples → lists) for comparison
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{where}: expected --out to be a directory, got the file {path}")
     os.makedirs(path, exist_ok=True)
+    _refuse_symlinks(path, where)
     lock = _lock(path, where)
     try:
-        return _open_locked(path, config, tuple(key_fields), resume, overwrite, where, lock)
+        return _open_locked(path, config, tuple(key_fields), resume, overwrite, where, lock,
+                            tuple(outputs), validate)
     except BaseException:
         _unlock(path, lock)
         raise
 
 
-def _open_locked(path, config, key_fields, resume, overwrite, where, lock) -> RunDir:
+def _refuse_symlinks(path: str, where: str) -> None:
+    """ValueError if an entry of the run directory is a symbolic link (module docstring)."""
+    with os.scandir(path) as entries:
+        links = sorted(e.name for e in entries if e.is_symlink())
+    if links:
+        target = os.readlink(os.path.join(path, links[0]))
+        raise ValueError(
+            f"{where}: expected regular files in the run directory {path}, got the symbolic "
+            f"link{'s' if len(links) > 1 else ''} {', '.join(links)} ({links[0]} -> {target!r}); "
+            "nothing is written through a link: remove it or choose another --out")
+
+
+def _remove_outputs(path: str, outputs) -> None:
+    """Delete the files (and folders) of ``path`` matching ``outputs`` and stray temporary
+    files of ``atomic_write``; never the configuration, the records or the lock."""
+    keep = {CONFIG, RECORDS, LOCK, LOCK + ".owner"}
+    patterns = tuple(outputs) + (".tmp-*",)
+    with os.scandir(path) as entries:
+        doomed = [e for e in entries if e.name not in keep
+                  and any(fnmatch.fnmatchcase(e.name, p) for p in patterns)]
+    for e in doomed:
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path)
+        else:
+            os.unlink(e.path)
+    fsync_dir(path)
+
+
+def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outputs=(),
+                 validate=None) -> RunDir:
     config_path, records_path = os.path.join(path, CONFIG), os.path.join(path, RECORDS)
     has_config, has_records = os.path.exists(config_path), os.path.exists(records_path)
     records: list[dict] = []
     if overwrite:
         atomic_write(records_path, "")  # records go first: never old records under a new config
+        _remove_outputs(path, outputs)  # then the old outputs: none beside the new config
     elif has_config or has_records:
         if not resume:
             raise ValueError(f"{where}: {path} already holds a run; pass --resume to continue it "
@@ -258,7 +397,7 @@ def _open_locked(path, config, key_fields, resume, overwrite, where, lock) -> Ru
                 f"{[stored.get(k) for k in keys]}, asked {[config.get(k) for k in keys]}); "
                 "use another --out or --overwrite")
         if has_records:
-            records = read_records(records_path, key_fields, where)
+            records = read_records(records_path, key_fields, where, validate)
     atomic_write(config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
     if not records and not overwrite:
         atomic_write(records_path, "")

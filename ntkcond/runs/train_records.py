@@ -68,13 +68,16 @@ def target_condition_number(K, r0, rel_target: float) -> float:
     cond = conditioning(K)
     r0 = np.asarray(r0, dtype=np.float64)
     K64 = np.asarray(K, dtype=np.float64)
-    lam, U = np.linalg.eigh(0.5 * (K64 + K64.T))
+    # eigh only for the eigenvectors; λ_k is read off ``conditioning``'s own eigenvalues (the
+    # same ascending order), so κ_target ≤ κ_eff holds exactly, not only up to the rounding by
+    # which two eigensolvers differ
+    _, U = np.linalg.eigh(0.5 * (K64 + K64.T))
     c = (U.T @ r0)[::-1] ** 2  # descending eigenvalue order
     tails = np.cumsum(c[::-1])[::-1]  # tails[k] = Σ_{i ≥ k} c_i
     need = np.nonzero(tails > rel_target * tails[0])[0]
     if need.size == 0:
         return 1.0
-    lam_k = lam[::-1][need[-1]]
+    lam_k = float(np.asarray(cond.eigenvalues)[::-1][need[-1]])
     return math.inf if lam_k <= cond.cutoff else float(cond.lambda_max / lam_k)
 
 
@@ -88,6 +91,20 @@ def _spectrum_fields(K, r0, rel_target) -> dict:
             "lambda_min_nonzero": cond.lambda_min_nonzero, "rank": cond.rank,
             "kappa_eff": cond.kappa_eff,
             "kappa_target": _none_if_inf(target_condition_number(K, r0, rel_target))}
+
+
+def dead_net_fields(f0, y) -> dict:
+    """The fields of a net that is dead at initialisation: its empirical NTK is the zero
+    matrix (for a bias-free ReLU net of small width, every unit of some hidden layer is
+    inactive on every input), so its gradient is zero and gradient descent never moves it
+    (``dead`` True, nothing reached, no κ; loss stays loss₀ = ½‖f₀ − y‖²)."""
+    r0 = np.asarray(f0, np.float64).reshape(-1) - np.asarray(y, np.float64)
+    return {"dead": True, "lr": None, "lambda_max": 0.0, "lambda_min_nonzero": None, "rank": 0,
+            "kappa_eff": None, "kappa_target": None, "loss0": 0.5 * float(r0 @ r0),
+            "steps": None, "reached": False, "diverged": False, "steps_run": 0,
+            "rel_loss_at_stop": 1.0, "predicted_steps": None, "predicted_finite": False,
+            "predicted_rel_loss_at_stop": 1.0, "ntk_drift": None, "kappa_eff_end": None,
+            "lambda_max_end": 0.0}
 
 
 def _predicted_rel_loss(K, y, lr, steps, f0=None) -> float:
@@ -137,6 +154,8 @@ def finite_record(x, y, *, depth: int, activation, width: int, seed: int, rel_ta
         f0 = np.asarray(net.apply(params, xj), np.float64)
     rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
                activation=act.name, width=int(width), seed=int(seed))
+    if not np.any(K0):  # dead at init: every unit of some layer inactive on every input
+        return dict(rec, **dead_net_fields(f0, y), seconds=time.perf_counter() - start)
     rec.update(_spectrum_fields(K0, f0 - y, rel_target))
     lr = rec["lr"]
     predicted = steps_to_loss(K0, y, lr=lr, rel_target=rel_target, f0=f0)

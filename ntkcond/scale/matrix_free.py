@@ -31,6 +31,11 @@ independent of the columns. So each pass carries many vectors:
      The dense algebra between passes (tall n × m blocks) is split by rows over the tile
      workers (``_lobpcg.RowSplit``) instead of a multi-threaded BLAS, whose spinning threads
      would slow the next pass.
+  6. Across the processes of JAX's multi-controller runtime (``scale.processes``) each
+     process computes the partial product of its tiles (p, p + P, …); the parts are gathered
+     and added in process order, so every process holds the same K·V and runs the same
+     solver on it (the blocks multiplied are checked to agree: processes whose dense algebra
+     diverged raise a ValueError instead of waiting on each other). ``cache`` is per process.
 
   MNIST test, ReLU, depth 3: 25 passes at n = 2,000 (was 233: block-Jacobi LOBPCG + Lanczos),
   41 at n = 10⁴; a pass without the cache is 1.1–1.5× its floor (the n²d Gram GEMM at the
@@ -50,11 +55,12 @@ import time
 
 import numpy as np
 
-from .._core.checks import as_int
+from .._core.checks import as_count, as_int, positive
 from .._core.memory import available_memory
 from .._core.threads import single_threaded_blas
 from ..spectrum import resolve_tolerances
 from ._lobpcg import Lobpcg, RowSplit, nystrom, orthonormal
+from .processes import Share, current_share, local_process_count
 from .tiles import Tiles, kernel_tile, prepare, resolve_workers
 
 __all__ = [
@@ -135,8 +141,14 @@ class KernelOperator:
     (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
     def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0,
-                 x=None):
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x)
+                 x=None, share: Share = Share()):
+        # across processes (``scale.processes``): this process's tiles; products summed
+        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x,
+                           share=share)
+        self.share = share
+        self.cache_bytes = sum(share.allgather(self.tiles.cache_bytes))  # all processes'
+        total = 8 * sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in _all_tiles(xh.shape[0], block))
+        self.cached_fraction = self.cache_bytes / total if total else 0.0
         self.depth = depth
         self.n = xh.shape[0]
         self.passes = 0
@@ -159,11 +171,16 @@ class KernelOperator:
         out = parts[0]
         for part in parts[1:]:
             out += part
+        out = self.share.sum_in_order(out, check=V, where="matrix_free_conditioning")
         self.passes += 1
         self.seconds.append((V.shape[1], time.perf_counter() - start))
         return out.ravel() if vec else out
 
     __call__ = matmat
+
+
+def _all_tiles(n, b):
+    return [(r0, min(n, r0 + b), c0, min(n, c0 + b)) for r0 in range(0, n, b) for c0 in range(r0, n, b)]
 
 
 def known_null_space(xh, norms, d, act, layers, depth, cutoff_floor, rng):
@@ -247,8 +264,12 @@ def matrix_free_conditioning(
         λ_min⁺ is then about residual²/gap: 1e-10 gives κ_eff to ~1e-12 on MNIST, n = 2000).
       maxiter: passes at most before the final one (sketch passes and deflation restarts
         included); unconverged results say so (``converged``, ``residual``).
-      null_space: optional (n, m) basis of a known null space, deflated from the start (as are
-        the null vectors of duplicated input directions).
+      null_space: optional (n, m) basis (m < n; or one (n,) vector) of a known null space,
+        deflated from the start (as are the null vectors of duplicated input directions). It
+        is checked first, in one pass K·[N, 1]: with N orthonormalised, ‖KN‖₂ must be at most
+        max(τ̂, 16·√n·eps·λ̂), τ̂ = max(atol, rtol·λ̂) the cutoff at λ̂ = max(max_i K_ii, 1ᵀK1/n) ≤
+        λ_max (a lower bound, so the test errs on the strict side); a basis that K does not
+        annihilate would deflate real eigenvalues and give a wrong κ_eff, and is refused.
       max_deflations: times converged null directions may be locked before giving up.
       seed: seed of the random sketch and starting blocks.
       sketch: rank r of the Nyström preconditioner (at most n/4; 0: none); default
@@ -269,7 +290,9 @@ def matrix_free_conditioning(
       ``MatrixFreeConditioning``.
 
     Raises:
-      ValueError: bad sizes, or a null space not exhausted after ``max_deflations`` lockings.
+      TypeError, ValueError: bad sizes (n < 4 rows: use ``exact_conditioning``), counts,
+        tolerances or seed; a ``null_space`` of the wrong shape, not finite, or not null for
+        K; a null space not exhausted after ``max_deflations`` lockings.
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
@@ -277,21 +300,33 @@ def matrix_free_conditioning(
                                                           where, w_std, b_std, residual)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
+    lanczos_tol = positive(lanczos_tol, "lanczos_tol", where)
+    lobpcg_tol = positive(lobpcg_tol, "lobpcg_tol", where)
+    maxiter = as_count(maxiter, "maxiter", where, 1)
+    max_deflations = as_count(max_deflations, "max_deflations", where, 0)
+    seed = as_count(seed, "seed", where, 0)
+    null_space = _as_null_space(null_space, n, where)
     if act.is_linear:
         return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
+    if n < 4:
+        raise ValueError(f"{where}: expected n >= 4 rows for the iterative route (a LOBPCG block "
+                         f"of k >= 1 vectors needs k < n/2), got n = {n}; use "
+                         "ntkcond.exact_conditioning for so few rows")
     k = min(64, max(1, n // 4)) if k is None else as_int(k, "k", where, 1)
     if not 1 <= k < n // 2:
-        raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2}, got k = {k}")
+        raise ValueError(f"{where}: expected 1 <= k < n/2 = {n // 2} (n = {n} rows), got k = {k}")
     rank = default_sketch(n) if sketch is None else min(as_int(sketch, "sketch", where, 0), n // 4)
     top = min(as_int(top, "top", where, 1), max(1, n // 4))
     power = as_int(power, "power", where, 0)
     workers = resolve_workers(workers, where)
     import scipy.linalg  # noqa: F401  (loaded before the BLAS limit below: it applies to it too)
 
-    if cache is None:  # half the available memory, less the solver's blocks
-        cache = max(0, available_memory() // 2 - 8 * n * (3 * rank + 8 * k + 4 * top))
+    share = current_share()  # across processes: the tiles split, the products summed
+    if cache is None:  # half the available memory, less the solver's blocks, per process here
+        cache = max(0, available_memory() // (2 * local_process_count(share))
+                    - 8 * n * (3 * rank + 8 * k + 4 * top))
     cache = as_int(cache, "cache", where, 0)
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x)
+    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x, share)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.
@@ -299,6 +334,51 @@ def matrix_free_conditioning(
         return _solve(op, xh, norms, (d, act, layers, depths[0]), k, rank, power, top, rtol, atol,
                       lanczos_tol, lobpcg_tol, maxiter, null_space, max_deflations, seed, start,
                       where, rs)
+
+
+def _as_null_space(null_space, n: int, where: str):
+    """``null_space`` as a finite float64 (n, m) array with m < n (an (n,) vector: m = 1), or
+    None; TypeError/ValueError naming what is wrong."""
+    if null_space is None:
+        return None
+    if not (hasattr(null_space, "__array__") or isinstance(null_space, (list, tuple))):
+        raise TypeError(f"{where}: expected null_space as an (n, m) array, got "
+                        f"{type(null_space).__name__}")
+    try:
+        arr = np.asarray(null_space)
+    except (ValueError, TypeError):
+        raise ValueError(f"{where}: expected null_space as an (n, m) array, got a nested sequence "
+                         "that is not rectangular") from None
+    if arr.dtype == object or arr.dtype == np.bool_ or not (
+            np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{where}: expected null_space with a real dtype, got {arr.dtype}")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] >= n:
+        raise ValueError(f"{where}: expected null_space of shape (n, m) = ({n}, m) with m < {n} "
+                         f"(one column per null vector), got shape {np.shape(null_space)}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{where}: expected finite null_space entries, got NaN or Inf")
+    return arr
+
+
+def _check_null_space(op, N, diag_max, rtol, atol, where, rs):
+    """Refuse a user null space that K does not annihilate (``matrix_free_conditioning``,
+    ``null_space``): one pass K·[N, 1] with N orthonormalised."""
+    n = N.shape[0]
+    ones = np.ones((n, 1)) / math.sqrt(n)
+    prods = op(np.hstack([N, ones]))
+    KN, K1 = prods[:, :-1], prods[:, -1]
+    lam_lo = max(diag_max, float(ones[:, 0] @ K1))
+    limit = max(atol, rtol * lam_lo, 16 * math.sqrt(n) * np.finfo(np.float64).eps * lam_lo)
+    s = np.linalg.svd(KN, compute_uv=False)
+    norm = float(s[0]) if s.size else 0.0
+    if norm > limit:
+        raise ValueError(f"{where}: expected null_space to span null vectors of K (||K N||_2 <= "
+                         f"{limit:.3g} for N orthonormalised, the cutoff at lambda_max >= "
+                         f"{lam_lo:.4g}), got ||K N||_2 = {norm:.3g}: deflating it would remove "
+                         "real eigenvalues and give a wrong kappa_eff")
 
 
 def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lobpcg_tol,
@@ -310,8 +390,10 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
     diag = kernel_tile(xh[:1], np.ones(1), 1, 0, 1, 0, 1, act, [depth], layers)[depth][0, 0]
     floor = max(atol, rtol * float(diag) * float(np.max(norms)) ** 2 / d)
     Y = known_null_space(xh, norms, d, act, layers, depth, floor, rng)
-    if null_space is not None:
-        extra = np.asarray(null_space, dtype=np.float64).reshape(n, -1)
+    if null_space is not None and null_space.shape[1]:
+        extra = orthonormal(null_space, rs=rs)
+        diag_max = float(diag) * float(np.max(norms)) ** 2 / d
+        _check_null_space(op, extra, diag_max, rtol, atol, where, rs)
         Y = orthonormal(np.hstack([Y, extra]), rs=rs)
     known = Y.shape[1]
     low, high = None, Lobpcg(orthonormal(rng.standard_normal((n, top)), (Y,), rs=rs), True, rs)
@@ -390,7 +472,7 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
         residual_max=residual_max, error_estimate=float(estimate), known_null=known,
         sketch=rank, block_size=k,
         seconds_per_pass=float(np.median(per_pass)) if per_pass else math.nan,
-        cache_bytes=op.tiles.cache_bytes, cached_fraction=op.tiles.cached_fraction,
+        cache_bytes=op.cache_bytes, cached_fraction=op.cached_fraction,
     )
 
 

@@ -56,8 +56,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .._core.checks import as_block, as_data
-from ..activations import Net, parse_activation
+import numbers
+import os
+
+from .._core.checks import as_block, as_count, as_data
+from ..activations import Net, parse_activation, parse_activations
 from ..infinite.extremes import smallest_from_extremes
 from ..infinite.geometry import normalised_rows
 from ._pair_sweeps import pairs_route, recursion_fallback, recursion_route
@@ -145,7 +148,32 @@ def _choose_backend(backend: str, where: str) -> str:
         return backend
     import jax
 
-    return "jax" if jax.default_backend() != "cpu" or jax.device_count() > 1 else "numpy"
+    # this process's devices: across processes (``scale.processes``) each sweeps its own blocks
+    return "jax" if jax.default_backend() != "cpu" or jax.local_device_count() > 1 else "numpy"
+
+
+def _check_options(workers, max_row_blocks, devices, progress, checkpoint, where):
+    """The counts and flags of ``streaming_smallest_angles``: workers and max_row_blocks
+    integers ≥ 1 or None, devices None, a count ≥ 1 or a sequence of devices, progress a bool,
+    checkpoint a path (str or os.PathLike) or None."""
+    if workers is not None:
+        workers = as_count(workers, "workers", where, 1)
+    if max_row_blocks is not None:
+        max_row_blocks = as_count(max_row_blocks, "max_row_blocks", where, 1)
+    if isinstance(devices, numbers.Number):
+        devices = as_count(devices, "devices", where, 1)
+    elif devices is not None and isinstance(devices, (str, bytes)):
+        raise TypeError(f"{where}: expected devices as None, a count >= 1 or a list of jax "
+                        f"devices, got {devices!r}")
+    if not isinstance(progress, bool):
+        raise TypeError(f"{where}: expected progress as a bool, got {type(progress).__name__} "
+                        f"{progress!r}")
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"{where}: expected checkpoint as a path (str) or None, got "
+                        f"{type(checkpoint).__name__} {checkpoint!r}")
+    if checkpoint is not None and not os.fspath(checkpoint):
+        raise ValueError(f"{where}: expected checkpoint as a nonempty path or None, got ''")
+    return workers, max_row_blocks, devices
 
 
 def streaming_smallest_angles(
@@ -185,7 +213,8 @@ def streaming_smallest_angles(
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
       depths: iterable of depths L ≥ 0, all computed in one pass.
-      activations: activation spellings (``parse_activation``); default ReLU and linear.
+      activations: activation spellings (``parse_activation``), each once; one str (e.g.
+        "relu") is one activation; default ReLU and linear.
       trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
       block: block size b (default 1024: 8 MB per b × b float64 array).
       backend: "auto", "numpy" or "jax" (module docstring).
@@ -221,6 +250,9 @@ def streaming_smallest_angles(
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     block = as_block(block, where, 2)
+    activations = parse_activations(activations, where)  # one str is one activation
+    workers, max_row_blocks, devices = _check_options(workers, max_row_blocks, devices, progress,
+                                                      checkpoint, where)
     family = None if (w_std, b_std, residual) == (None, None, None) else (w_std, b_std, residual)
     plan = AnglePlan(depths, activations, trainable, where, family)
     if plan.nets:

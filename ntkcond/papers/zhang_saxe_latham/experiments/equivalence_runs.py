@@ -130,6 +130,10 @@ def _equivalence_data(dataset: str, strength: float, fast: bool, seed: int):
     return symmetrize(x0, strength * x0 @ unit_vector(x0.shape[1], seed))
 
 
+#: Most gradient steps one run of ``equivalence`` may take (``time``/(c·``lr``)).
+MAX_EQUIVALENCE_STEPS = 10**6
+
+
 def equivalence(*, dataset: str = "gaussian", lr: float = 0.004, time: float = 10.0,
                 strength: float = 2.0, init_scale: float = 1e-3, fast: bool = False,
                 seed: int = 0, progress: Progress | None = None) -> ExperimentResult:
@@ -146,6 +150,14 @@ def equivalence(*, dataset: str = "gaussian", lr: float = 0.004, time: float = 1
     for name, value in (("lr", lr), ("time", time), ("strength", strength),
                         ("init_scale", init_scale)):
         positive_values("equivalence", name, value)
+    # steps = round(time/(c·lr)) with c = (1+α)/2 in [1/2, 1]: at least 1 (c = 1) and at most
+    # MAX_EQUIVALENCE_STEPS (c = 1/2; the runs cost O(steps), a bound on the time).
+    if round(time / lr) < 1 or 2 * time / lr > MAX_EQUIVALENCE_STEPS:
+        raise ValueError(
+            f"equivalence: expected lr with 1 <= time/lr and 2*time/lr <= "
+            f"{MAX_EQUIVALENCE_STEPS} (each run takes round(time/(c*lr)) steps, "
+            f"c = (1+alpha)/2 in [1/2, 1]), got lr = {lr!r} with time = {time!r} "
+            f"({time / lr:.3g} steps at c = 1)")
     bar = progress_callback(progress)
     x, y = _equivalence_data(dataset, strength, fast, seed)
     d = x.shape[1]

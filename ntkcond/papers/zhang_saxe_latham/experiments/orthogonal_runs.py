@@ -57,6 +57,11 @@ def _group_outputs(result, x, y, groups, alpha):
     return np.array(out).T
 
 
+#: Largest data size of ``orthogonal`` (n orthogonal points are an n × n input matrix; the
+#: paper's figure uses n ≤ 16, and n = 2048 already costs ~32 MiB per array and minutes).
+MAX_ORTHOGONAL_SIZE = 2048
+
+
 def orthogonal(*, sizes=None, data: str = "basis", seeds=None, fast: bool = False,
                seed: int = 0, progress: Progress | None = None) -> ExperimentResult:
     """A ReLU net trained on n orthogonal points (``sizes``, default 2, 4, 8, 16; fast: 2, 4,
@@ -80,6 +85,13 @@ def orthogonal(*, sizes=None, data: str = "basis", seeds=None, fast: bool = Fals
         raise ValueError(f"orthogonal: expected data 'basis' or 'digits', got {data!r}")
     if not sizes or min(sizes) < 1 or (data == "digits" and max(sizes) > 64):
         raise ValueError(f"orthogonal: expected data sizes in 1..64, got {sizes!r}")
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"orthogonal: expected distinct data sizes, got {sizes!r} (each once)")
+    if max(sizes) > MAX_ORTHOGONAL_SIZE:
+        raise ValueError(
+            f"orthogonal: expected data sizes <= {MAX_ORTHOGONAL_SIZE} (n orthogonal points "
+            f"need n x n inputs and a width-2n net trained for ~1e4 steps: n = {max(sizes)} "
+            f"needs {8 * max(sizes) * (max(sizes) + 2) / 2**30:.3g} GiB per array), got {sizes!r}")
     draws = seed_list("orthogonal", seed, (3 if fast else 5) if seeds is None else seeds)
     bar = progress_callback(progress)
     rng = np.random.default_rng(seed)
@@ -137,13 +149,22 @@ def _fitted_sign_groups(nets, r):
     from scipy.optimize import minimize
 
     def err(log_m0):
-        fit = dataclasses.replace(nets, m0=np.exp(log_m0))
-        return float(np.max(np.abs(r.loss - fit.loss(r.time))) / r.loss[0])
+        return _loss_error(dataclasses.replace(nets, m0=np.exp(log_m0)), r)
 
     start = np.log(np.maximum(nets.m0, 1e-300))
     best = minimize(err, start, method="Nelder-Mead",
                     options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 2000})
-    return float(min(best.fun, err(start))), np.exp(best.x if best.fun <= err(start) else start)
+    # the prediction itself (not exp(log m₀), which rounds) is a candidate: the fit is never
+    # worse than the prediction, exactly
+    predicted = _loss_error(nets, r)
+    if best.fun < predicted:
+        return float(best.fun), np.exp(best.x)
+    return predicted, np.asarray(nets.m0, dtype=np.float64)
+
+
+def _loss_error(nets, r) -> float:
+    """max_t |L(t) − L_pred(t)| / L(0) of run r against the sign-group curves ``nets``."""
+    return float(np.max(np.abs(r.loss - nets.loss(r.time))) / r.loss[0])
 
 
 def _orthogonal_generic(sizes, draws, bar):
@@ -176,7 +197,7 @@ def _orthogonal_generic(sizes, draws, bar):
                 per_point_err = float(np.max(np.abs(r.loss - per_point.loss(r.time))) / r.loss[0])
             except ValueError:  # some m0 <= 0: the per-point prediction is undefined
                 per_point_err = None
-            pred_err = float(np.max(np.abs(r.loss - nets.loss(r.time))) / r.loss[0])
+            pred_err = _loss_error(nets, r)
             fit_err, fit_m0 = _fitted_sign_groups(nets, r)
             V1, V2 = r.weights
             size = np.linalg.norm(V1, axis=1) * np.abs(V2[0])
