@@ -35,7 +35,7 @@ def test_cond_vs_depth_smoke(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [(["--depths", "3-1"], "--depths"), (["--batch", "5000"], "batch <= n = 1797"),
-     (["--activations", "tanh"], "expected 'relu'"), (["--dataset", "nope"], "unknown data set")],
+     (["--activations", "swish"], "expected 'relu'"), (["--dataset", "nope"], "unknown data set")],
 )
 def test_cond_vs_depth_bad_input_is_one_line(tmp_path, capsys, argv, message):
     script = load_script("cond_vs_depth")

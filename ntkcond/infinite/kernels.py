@@ -39,6 +39,8 @@ from ..activations import parse_activation
 from ..spectrum import argmin_upper
 from .recursion import angle_from, recursion
 from .extremes import extreme_pairs, smallest_from_extremes
+from ..activations import resolve_net
+from .family import check_net
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
 __all__ = [
@@ -52,27 +54,41 @@ __all__ = [
 ]
 
 
-def infinite_nngp(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
+def infinite_nngp(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
+                  residual=None) -> np.ndarray:
     """Output NNGP kernel E[f(x) f(x')] at infinite width, eq. (1).
 
-    NNGP = ‖x‖‖x'‖/d · cos g^L(θ₀).
+    NNGP = ‖x‖‖x'‖/d · cos g^L(θ₀); with ``w_std``, ``b_std`` or ``residual``, Σ^{L+1} of
+    the general net (``ntkcond.infinite.family`` eqs. (1)–(2)).
 
     Args:
       x1: (n1, d) inputs; x2: (n2, d), default x1.
       depth: number of hidden layers L ≥ 0.
-      activation: "relu", "linear", ("leaky_relu", α) or a slope α ∈ [0, 1].
+      activation: "relu", "linear", "abs", "leaky:α" (α ∈ [−1, 1]), "erf", "gelu", "sin",
+        "tanh", "softplus", "silu" or an elementwise callable (``parse_activation``).
+      w_std, b_std, residual: weight std s_w > 0, bias std s_b ≥ 0 and residual scale β > 0
+        of the general net (neural-tangents' ``Dense(W_std=s_w, b_std=s_b)``); all None
+        (default): the bias-free norm-preserving net, exactly. Activations outside the leaky
+        family need ``w_std``.
 
     Returns:
       (n1, n2) float64 kernel.
     """
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, "infinite_nngp")
     depth = as_depth(depth, "infinite_nngp")
     geometry = pair_geometry(x1, x2, "infinite_nngp")
     check_scale(geometry, "infinite_nngp")
-    return next(recursion(geometry, act, [depth], "last", overwrite=True))[1]
+    check_net(net, _all_norms(geometry), geometry.d, depth, "infinite_nngp")
+    return next(recursion(geometry, act, [depth], "last", overwrite=True, net=net))[1]
 
 
-def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all") -> np.ndarray:
+def _all_norms(geometry):
+    return np.concatenate([np.ravel(geometry.norms1), np.ravel(geometry.norms2)])
+
+
+def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
+                 b_std=None, residual=None) -> np.ndarray:
     """Infinite-width NTK Θ(x, x') of the bias-free norm-preserving MLP, eq. (2).
 
     Θ = ‖x‖‖x'‖/d · Σ_{i∈S} cos θ_i Π_{j=i}^{L−1} ġ(θ_j), with S the trainable layers.
@@ -83,20 +99,25 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all")
       depth: number of hidden layers L ≥ 0 (L = 0: linear model).
       activation: "relu", "linear", ("leaky_relu", α) or a slope α ∈ [0, 1].
       trainable: "all", "first" (W⁽¹⁾ only, v1 Thm 5.3 / v2 Thm 4.2), "last" (read-out only, the
-        NNGP), or 0-based layer indices (0 = W⁽¹⁾, L = read-out).
+        NNGP), or 0-based layer indices (0 = W⁽¹⁾, L = read-out; with biases a layer is its
+        W and b).
+      w_std, b_std, residual: as in ``infinite_nngp`` (``ntkcond.infinite.family``).
 
     Returns:
       (n1, n2) float64 kernel.
     """
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, "infinite_ntk")
     depth = as_depth(depth, "infinite_ntk")
     layers = resolve_trainable(trainable, depth, "infinite_ntk")
     geometry = pair_geometry(x1, x2, "infinite_ntk")
     check_scale(geometry, "infinite_ntk")
-    return next(recursion(geometry, act, [depth], set(layers), overwrite=True))[1]
+    check_net(net, _all_norms(geometry), geometry.d, depth, "infinite_ntk")
+    return next(recursion(geometry, act, [depth], set(layers), overwrite=True, net=net))[1]
 
 
-def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
+def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
+                        residual=None) -> np.ndarray:
     """Per-layer NTK contributions Θ_i = ‖x‖‖x'‖/d · cos θ_i Π_{j=i}^{L−1} ġ(θ_j).
 
     ``infinite_ntk(..., trainable=S) == infinite_ntk_layers(...)[list(S)].sum(0)``.
@@ -105,16 +126,19 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.nda
       (L + 1, n1, n2) float64; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
     """
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, "infinite_ntk_layers")
     depth = as_depth(depth, "infinite_ntk_layers")
     geometry = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
     check_scale(geometry, "infinite_ntk_layers")
+    check_net(net, _all_norms(geometry), geometry.d, depth, "infinite_ntk_layers")
     out = np.empty((depth + 1,) + geometry.angle.shape)
     for i in range(depth + 1):
-        next(recursion(geometry, act, [depth], {i}, out={depth: out[i]}))
+        next(recursion(geometry, act, [depth], {i}, out={depth: out[i]}, net=net))
     return out
 
 
-def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="all") -> np.ndarray:
+def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
+                    b_std=None, residual=None) -> np.ndarray:
     """Angles φ between infinite-width model gradients ∇_w f(x), ∇_w f(x'), in radians.
 
     Computed from the data with the angle-native recursion (``angles`` eq. (4)), so angles
@@ -126,23 +150,29 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
 
     Args:
       x1: (n1, d) inputs; x2: (n2, d), default x1.
-      depth, activation, trainable: as in ``infinite_ntk``.
+      depth, activation, trainable, w_std, b_std, residual: as in ``infinite_ntk``. With
+        biases or residual blocks φ depends on the norms too; near-duplicate pairs keep
+        relative precision ~eps·max(1, |‖x‖ − ‖x'‖|/(‖x‖θ²)) (``ntkcond.infinite.family``).
 
     Returns:
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
     """
     where = "gradient_angles"
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
-    return _gradient_angles(pair_geometry(x1, x2, where), x2 is None, depth, act, layers)
+    geometry = pair_geometry(x1, x2, where)
+    check_net(net, _all_norms(geometry), geometry.d, depth, where)
+    return _gradient_angles(geometry, x2 is None, depth, act, layers, net)
 
 
-def _gradient_angles(geometry, same, depth, act, layers):
+def _gradient_angles(geometry, same, depth, act, layers, net=None):
     """``gradient_angles`` on checked arguments: the geometry, the parsed activation, layers."""
-    if act.is_linear:
+    if act.is_linear and (net is None or (not net.b_std and net.residual is None)):
         return geometry.angle
-    _, _, R, Z = next(recursion(geometry, act, [depth], set(layers), kernel=False, angles=True))
+    _, _, R, Z = next(recursion(geometry, act, [depth], set(layers), kernel=False, angles=True,
+                                net=net))
     phi = angle_from(R, Z)
     if same:
         np.fill_diagonal(phi, 0.0)
@@ -150,7 +180,8 @@ def _gradient_angles(geometry, same, depth, act, layers):
 
 
 def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all",
-                            method: str = "pairs") -> tuple[float, int, int]:
+                            method: str = "pairs", w_std=None, b_std=None,
+                            residual=None) -> tuple[float, int, int]:
     """Smallest angle between infinite-width model gradients over all pairs of rows of x.
 
     φ depends on the input angle θ only; where φ_L has no interior minimum between the data's
@@ -158,10 +189,13 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
     is at the closest or the farthest pair, found in GEMM blocks without an n × n matrix
     (``extremes``): ``method="pairs"``, the default. Otherwise, or with
     ``method="recursion"``, φ is computed for every pair (n × n matrix, ``gradient_angles``).
+    The certificate is proved for bias-free, non-residual leaky-family nets (their gradient
+    angles do not depend on w_std); with biases (input norms matter), residual blocks or
+    other activations the recursion is used whatever ``method`` says.
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
-      depth, activation, trainable: as in ``infinite_ntk``.
+      depth, activation, trainable, w_std, b_std, residual: as in ``infinite_ntk``.
       method: "pairs" (default) or "recursion".
 
     Returns:
@@ -174,8 +208,13 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
+    if net is not None and not (act.is_leaky and not net.b_std and net.residual is None):
+        geometry = pair_geometry(x, None, where)
+        check_net(net, _all_norms(geometry), geometry.d, depth, where)
+        return argmin_upper(_gradient_angles(geometry, True, depth, act, layers, net))
     if method == "pairs":
         xh, _ = normalised_rows(x, where, "x")
         found = smallest_from_extremes(extreme_pairs(xh, x=x), act, [depth], trainable)[depth]
@@ -200,7 +239,8 @@ class DepthKernel:
     angles: np.ndarray
 
 
-def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[DepthKernel]:
+def depth_sweep(x, depths, *, activation="relu", trainable="all", w_std=None, b_std=None,
+                residual=None) -> Iterator[DepthKernel]:
     """NTKs and gradient angles of one batch for many depths, in one pass of the recursion.
 
     The Gram matrix, the input angles and the layer recursion are shared: the cost of all
@@ -211,15 +251,18 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
       depths: iterable of depths L ≥ 0 (any order; results come in ascending order).
       activation: as in ``infinite_ntk``.
       trainable: "all", "first", "last", or 0-based indices (valid for every depth).
+      w_std, b_std, residual: as in ``infinite_ntk``.
 
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, "depth_sweep")
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
     geometry = pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2)
     check_scale(geometry, "depth_sweep")
-    return _sweep(geometry, depths, act, layers)
+    check_net(net, _all_norms(geometry), geometry.d, max(depths), "depth_sweep")
+    return _sweep(geometry, depths, act, layers, net)
 
 
 def sweep_geometry(geometry, depths, activation, trainable,
@@ -237,9 +280,10 @@ def sweep_geometry(geometry, depths, activation, trainable,
     return _sweep(geometry, depths, act, layers)
 
 
-def _sweep(geometry, depths, act, layers) -> Iterator[DepthKernel]:
+def _sweep(geometry, depths, act, layers, net=None) -> Iterator[DepthKernel]:
     """The sweep on checked arguments: kernels and angles from one ``recursion``."""
-    for L, K, R, Z in recursion(geometry, act, depths, layers, angles=not act.is_linear):
-        phi = geometry.angle.copy() if act.is_linear else angle_from(R, Z)
+    plain = act.is_linear and net is None
+    for L, K, R, Z in recursion(geometry, act, depths, layers, angles=not plain, net=net):
+        phi = geometry.angle.copy() if plain else angle_from(R, Z)
         np.fill_diagonal(phi, 0.0)
         yield DepthKernel(depth=L, ntk=K, angles=phi)

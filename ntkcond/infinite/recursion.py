@@ -65,11 +65,11 @@ rounding of the Gram product x̂·x̂' (absolute ~eps·√d), which is large aga
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
-from ..activations import Activation
+from ..activations import Activation, Net
+from .series import SMC_COEFFS, SMC_SERIES_BELOW, sin_minus_angle_cos
 
 __all__ = [
     "PairGeometry",
@@ -88,10 +88,6 @@ __all__ = [
     "sin_minus_angle_cos",
 ]
 
-# Taylor coefficients of sin θ − θ cos θ = Σ_{k≥1} (−1)^{k+1} 2k θ^{2k+1} / (2k+1)!, in θ².
-SMC_COEFFS = [(-1) ** (k + 1) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 14)]
-
-SMC_SERIES_BELOW = 1.0  # rad; the 13-term series is exact to < 1e-18 relative there
 
 #: Entries per chunk of the kernel state's in-place layer step: its arrays stay in a core's L2.
 CHUNK_ENTRIES = 1 << 15
@@ -132,7 +128,7 @@ class PairGeometry:
 
 
 def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, kernel=True,
-              angles=False, out=None, overwrite=False, xp=np):
+              angles=False, out=None, overwrite=False, xp=np, net=None):
     """The dispatch of the infinite-width recursion (module docstring: the interface).
 
     Args:
@@ -146,12 +142,29 @@ def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, k
       overwrite: the kernel recursion may use ``geometry.angle`` and ``cos`` as its buffers
         (only without ``angles``).
       xp: numpy, or jax.numpy under jit (no ``refined`` pairs, no ``out``).
+      net: None for the bias-free norm-preserving net; a ``ntkcond.activations.Net``
+        (w_std, b_std, residual, any activation; also accepted as ``act``, so that engines
+        pass it through unchanged) for the general recursion
+        (``ntkcond.infinite.family.family_state``; NumPy only; R, Z are then 1 ∓ cos φ).
 
     Yields:
       (L, K, R, Z) per depth, ascending; K and R, Z None where not asked for. With
       ``out=None`` K is a new array; R, Z may be updated in place by the next step.
     """
     depths = sorted(set(depths))
+    if net is None and isinstance(act, Net):  # a general net in the activation's place
+        net = act
+    if net is None and not act.is_leaky:
+        raise ValueError(
+            f"activation {act.name!r} is not homogeneous: the bias-free norm-preserving "
+            "recursion covers the leaky family only; pass w_std (and b_std) to the public "
+            "function for the general net")
+    if net is not None:
+        from .family import family_state
+
+        yield from family_state(geometry, net, depths, layers, kernel=kernel, angles=angles,
+                                out=out, xp=xp)
+        return
     ks = _bias_free_kernel(geometry, act, depths, layers, overwrite and not angles, out, xp) \
         if kernel else None
     gs = gradient_recursion(geometry.angle, geometry.cos, depths, act, layers, xp) \
@@ -303,20 +316,6 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
                 layer(k, *(x[a:b] for x in views), g[:b - a], s[:b - a], fix)
         if k + 1 in depths:
             yield emit(k + 1, T)
-
-
-def sin_minus_angle_cos(angle, xp=np):
-    """s(θ) = sin θ − θ cos θ ≥ 0 without cancellation (series below 1 rad).
-
-    ``xp`` is the array namespace (numpy, or jax.numpy under jit); the same for every helper here.
-    """
-    t = angle * angle
-    series = xp.zeros_like(angle)
-    for coef in reversed(SMC_COEFFS):
-        series = series * t + coef
-    series = series * angle * t
-    direct = xp.sin(angle) - angle * xp.cos(angle)
-    return xp.where(angle < SMC_SERIES_BELOW, series, direct)
 
 
 def one_minus_cos(angle, xp=np):

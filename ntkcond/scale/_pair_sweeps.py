@@ -244,7 +244,9 @@ def _merge_extreme_states(states: list) -> dict:
 def recursion_fallback(xh, x, plan, targets, trainable, workers, checkpoint, options):
     """The recursion over all pairs for the (activation, depth) targets not certified."""
     names = list(dict.fromkeys(name for name, _ in targets))
-    sub = AnglePlan(sorted({L for _, L in targets}), names, trainable, options["where"])
+    acts = [a for a in plan.activations if a.name in names]
+    sub = AnglePlan(sorted({L for _, L in targets}), acts, trainable, options["where"])
+    sub.norms, sub.d = plan.norms, plan.d
     path = None if checkpoint is None else checkpoint + ".recursion"
     best, _, _, _ = recursion_route(xh, sub, trainable, workers=workers, checkpoint=path, x=x,
                                      **options)

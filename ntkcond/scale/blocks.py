@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .._core.checks import sweep_layers
-from ..activations import parse_activation
+from ..activations import Net, parse_activation
 from ..infinite.geometry import block_geometry
 from ..infinite.recursion import PairGeometry, angle_from, recursion
 
@@ -24,12 +24,19 @@ INPUT = "input"
 class AnglePlan:
     """What to compute per block: the targets (activation, depth) and the recursion settings."""
 
-    def __init__(self, depths, activations, trainable, where):
+    def __init__(self, depths, activations, trainable, where, family=None):
+        from ..activations import Net, resolve_net
+
         acts = []
         for a in activations:
-            act = parse_activation(a)
+            act = a if isinstance(a, Net) else parse_activation(a)
+            if family is not None and not isinstance(act, Net):
+                act = resolve_net(act, *family, where) or act
             if act.name not in [b.name for b in acts]:
                 acts.append(act)
+        #: general nets (``ntkcond.activations.Net``) need the rows' norms: ``norms``, ``d``
+        self.nets = any(isinstance(a, Net) for a in acts)
+        self.norms, self.d = None, 1
         if not acts:
             raise ValueError(f"{where}: expected at least one activation, got none")
         self.depths, self.layers = sweep_layers(depths, trainable, where)
@@ -38,8 +45,9 @@ class AnglePlan:
         self.targets = [INPUT] + [(a.name, L) for a in self.nonlinear for L in self.depths]
 
 
-def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan) -> dict:
-    """Per target, (value, i, j) of the block minimum, numpy; ``valid`` masks pairs i < j."""
+def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan, geometry=None) -> dict:
+    """Per target, (value, i, j) of the block minimum, numpy; ``valid`` masks pairs i < j.
+    ``geometry``: the block's geometry with norms, for the general nets of the plan."""
     out = {}
     ncols = angle.shape[1]
 
@@ -52,9 +60,10 @@ def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan) -> dict:
     k, i, j = argmin(masked)
     if math.isfinite(masked.flat[k]):
         out[INPUT] = (float(angle.flat[k]), i, j)
-    geometry = PairGeometry(angle, cos)
+    unit = PairGeometry(angle, cos)
     for act in plan.nonlinear:
-        for L, _, R, Z in recursion(geometry, act, plan.depths, plan.layers, kernel=False,
+        g = geometry if isinstance(act, Net) else unit
+        for L, _, R, Z in recursion(g, act, plan.depths, plan.layers, kernel=False,
                                     angles=True):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(valid, R / Z, np.inf)  # tan²(φ/2), increasing in φ
@@ -70,10 +79,11 @@ def numpy_angle_block(xh, r0, r1, c0, c1, plan: AnglePlan, x=None) -> dict:
     ``x``: the rows xh was normalised from; with them the pairs near 0 or π are exact for the
     data (``ntkcond.infinite.geometry.unit_geometry``).
     """
-    g = block_geometry(xh, xh, r0, r1, c0, c1, symmetric=True, x1=x)
+    g = block_geometry(xh, xh, r0, r1, c0, c1, symmetric=True, x1=x, norms1=plan.norms,
+                       norms2=plan.norms, d=plan.d)
     angle, cos = g.angle, g.cos
     valid = (np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])
-    return block_candidates(angle, cos, valid, r0, c0, plan)
+    return block_candidates(angle, cos, valid, r0, c0, plan, g if plan.nets else None)
 
 
 def merge_candidates(best: dict, cand: dict) -> None:

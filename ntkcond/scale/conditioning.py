@@ -27,6 +27,7 @@ import numpy as np
 
 from .._core.checks import as_data
 from .._core.memory import as_memory_limit, check_memory
+from ..activations import Net
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
 from .processes import current_share, exchange_tiles
@@ -53,6 +54,9 @@ def blockwise_ntk(
     devices=None,
     memory_limit: int | None = None,
     workers: int | None = None,
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> dict[int, np.ndarray]:
     """Infinite-width NTKs (n × n, float64) for several depths, built block by block.
 
@@ -76,6 +80,7 @@ def blockwise_ntk(
       devices: jax backend: None (all), a count, or a list of devices.
       memory_limit: bytes allowed (default: the available memory).
       workers: numpy backend: threads (default the BLAS thread count).
+      w_std, b_std, residual: the general net of ``infinite_ntk`` (numpy backend only).
 
     Returns:
       {L: (n, n) float64 kernel}.
@@ -84,14 +89,18 @@ def blockwise_ntk(
       InsufficientMemoryError: the kernels (8n² bytes per depth) do not fit.
     """
     return _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
-                          workers, "blockwise_ntk")
+                          workers, "blockwise_ntk", (w_std, b_std, residual))
 
 
 def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
-                   workers, where):
+                   workers, where, family=(None, None, None)):
     """``blockwise_ntk`` with the caller's name in its errors."""
     memory_limit = as_memory_limit(memory_limit, where)
-    x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block,
+                                                          where, *family)
+    if backend == "jax" and isinstance(act, Net):
+        raise ValueError(f"{where}: w_std/b_std/residual run on backend 'numpy' only, got "
+                         "backend 'jax'")
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
                   memory_limit, where)
@@ -139,6 +148,9 @@ def exact_conditioning(
     memory_limit: int | None = None,
     workers: int | None = None,
     timings: dict | None = None,
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> dict[int, Conditioning]:
     """Exact κ_eff of the infinite-width NTK of all rows of x, per depth (module docstring).
 
@@ -146,7 +158,8 @@ def exact_conditioning(
     place. Memory 8n² bytes per depth, checked first.
 
     Args:
-      x, depths, activation, trainable, block, backend, workers: as ``blockwise_ntk``.
+      x, depths, activation, trainable, block, backend, workers, w_std, b_std, residual: as
+        ``blockwise_ntk``.
       rtol, atol: cutoff τ = max(atol, rtol·λ_max), default rtol = n·eps₆₄ (``conditioning``).
       memory_limit: bytes allowed (default: the available memory).
       timings: a dict to receive the wall seconds of the phases: "build" (all depths'
@@ -168,7 +181,7 @@ def exact_conditioning(
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     start = time.perf_counter()
     kernels = _blockwise_ntk(x, depths, activation, trainable, block, backend, None, memory_limit,
-                             workers, where)
+                             workers, where, (w_std, b_std, residual))
     built = time.perf_counter()
     out = {}
     share = current_share()  # across processes: depth k's eigvalsh on process k mod P

@@ -240,6 +240,9 @@ def matrix_free_conditioning(
     top: int = 4,
     workers: int | None = None,
     cache: int | None = None,
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> MatrixFreeConditioning:
     """κ_eff of the infinite-width NTK of all rows of x without storing the kernel.
 
@@ -281,6 +284,7 @@ def matrix_free_conditioning(
         about a third of the time). Default None: up to half the memory available at the
         call, less the solver's own n × (r + 8k) arrays; 0: none, memory O(n·(b + r + k))
         only. The result reports ``cache_bytes`` and ``cached_fraction``.
+      w_std, b_std, residual: the general net of ``infinite_ntk`` (``ntkcond.infinite.family``).
 
     Returns:
       ``MatrixFreeConditioning``.
@@ -292,7 +296,8 @@ def matrix_free_conditioning(
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block,
+                                                          where, w_std, b_std, residual)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     lanczos_tol = positive(lanczos_tol, "lanczos_tol", where)

@@ -128,12 +128,20 @@ def check_kernel_range(norms, d, where):
         )
 
 
-def prepare(x, depths, activation, trainable, block, where):
+def prepare(x, depths, activation, trainable, block, where, w_std=None, b_std=None,
+            residual=None):
     """Validated inputs of both routes: (x, x̂, ‖x‖, d, activation, depths, layers, block),
-    x as float64 (``as_data``)."""
+    x as float64 (``as_data``). With ``w_std``/``b_std``/``residual`` the activation slot holds
+    the general net (``ntkcond.activations.Net``, passed through to ``recursion``)."""
+    from ..activations import resolve_net
+    from ..infinite.family import check_net
+
     x = as_data(x, where, "x")
     act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, where)
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
     check_kernel_range(norms, x.shape[1], where)
-    return x, xh, norms, x.shape[1], act, depths, layers, as_block(block, where, 1)
+    check_net(net, norms, x.shape[1], max(depths), where)
+    return (x, xh, norms, x.shape[1], act if net is None else net, depths, layers,
+            as_block(block, where, 1))
