@@ -10,8 +10,8 @@ deep (5), ntk (6); orthogonal, xor, rank-one, large-init (independent linear net
 orthogonal and XOR data, the conserved rank-one structure, collapse at large init and
 learning rate); all. Each writes <name>.png and summary_<name>.json to --out (``all`` also
 writes summary.json with every result) and prints the JSON summary. The experiments are
-``ntkcond.papers.zhang_saxe_latham.experiments`` and ``.independent_experiments``, the
-figures ``.figures.plot``; the run directory ``.run.run_experiments``: one directory collects
+``ntkcond.papers.zhang_saxe_latham.experiments``, the figures ``.figures.plot``; the run
+directory ``.experiments_run.run_experiments``: one directory collects
 experiments with the same --fast/--seed (--resume adds to it; --overwrite starts over).
 """
 from __future__ import annotations
@@ -22,9 +22,8 @@ import sys
 
 from tqdm.auto import tqdm
 
-from ntkcond.papers.zhang_saxe_latham import experiments as bx
-from ntkcond.papers.zhang_saxe_latham import independent_experiments as ix
-from ntkcond.papers.zhang_saxe_latham.run import run_experiments
+from ntkcond.papers.zhang_saxe_latham import experiments as ex
+from ntkcond.papers.zhang_saxe_latham.experiments_run import run_experiments
 from ntkcond.runs.cli import add_run_arguments, parser, run_main
 
 PROG = "biasfree_dynamics"
@@ -49,22 +48,22 @@ def _experiments(args) -> dict:
     if sizes is not None and any(v != int(v) for v in sizes):
         raise ValueError(f"--sizes: expected whole numbers, got {args.sizes!r}")
     return {
-        "expressivity": (bx.expressivity, {}),
-        "equivalence": (bx.equivalence, dict(dataset=args.dataset, lr=args.lr, time=args.time,
+        "expressivity": (ex.expressivity, {}),
+        "equivalence": (ex.equivalence, dict(dataset=args.dataset, lr=args.lr, time=args.time,
                                              strength=args.strength, init_scale=args.init_scale)),
-        "closed-form": (bx.closed_form, dict(lrs=_floats(args.lrs, "--lrs"))),
-        "symmetry-breaking": (bx.symmetry_breaking, dict(dys=_floats(args.dys, "--dys"),
+        "closed-form": (ex.closed_form, dict(lrs=_floats(args.lrs, "--lrs"))),
+        "symmetry-breaking": (ex.symmetry_breaking, dict(dys=_floats(args.dys, "--dys"),
                                                          perturbation=args.perturbation,
                                                          init=args.init,
                                                          whitened=not args.no_whiten,
                                                          seeds=args.seeds)),
-        "deep": (bx.deep, dict(layers=args.layers)),
-        "ntk": (bx.symmetric_ntk, {}),
-        "orthogonal": (ix.orthogonal, dict(sizes=None if sizes is None else [int(v) for v in sizes],
+        "deep": (ex.deep, dict(layers=args.layers)),
+        "ntk": (ex.symmetric_ntk, {}),
+        "orthogonal": (ex.orthogonal, dict(sizes=None if sizes is None else [int(v) for v in sizes],
                                            data=args.ortho_data, seeds=args.seeds)),
-        "xor": (ix.xor, dict(seeds=args.seeds)),
-        "rank-one": (ix.rank_one, {}),
-        "large-init": (ix.large_init, dict(scales=_floats(args.scales, "--scales"),
+        "xor": (ex.xor, dict(seeds=args.seeds)),
+        "rank-one": (ex.rank_one, {}),
+        "large-init": (ex.large_init, dict(scales=_floats(args.scales, "--scales"),
                                            lrs=_floats(args.grid_lrs, "--grid-lrs"),
                                            seeds=args.seeds)),
     }

@@ -13,7 +13,7 @@ cifar10_test.npz from --data-dir when present, and always use scikit-learn's dig
 Each claim prints as PASS, FAIL or SKIPPED (not checkable here, e.g. claim 3b without
 neural-tangents; the reason is printed and written to the report).
 Exit code 0 whatever the verdicts (a FAIL is a finding, e.g. claim 9b); 2 on bad input.
-The library call: ntkcond.papers.liu_hui.run.check_claims.
+The library call: ntkcond.papers.liu_hui.claims_run.check_claims.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import sys
 
 from tqdm.auto import tqdm
 
-from ntkcond.papers.liu_hui.run import check_claims
+from ntkcond.papers.liu_hui.claims_run import check_claims
 from ntkcond.runs.cli import add_run_arguments, parser, run_main
 
 PROG = "check_claims"

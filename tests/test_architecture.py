@@ -1,11 +1,18 @@
 """The package's design, checked: no import cycles (function-level imports included), no
 ``_name`` taken from another module, a curated facade that loads neither ``runs`` nor
-``papers``, and the import-linter contracts of pyproject.toml (run by ``make test`` too)."""
+``papers``, the import-linter contracts of pyproject.toml (run by ``make test`` too), names
+that say one thing (no two modules share a file name, none shares a package's name, no
+re-export hubs), tests that mirror the tree, and text whose dotted ``ntkcond.…`` names all
+resolve."""
 import ast
+import glob
+import importlib
 import json
 import os
+import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -143,15 +150,12 @@ def test_facade_is_curated_and_does_not_load_runs_or_papers():
     assert len(loaded) <= 0.6 * len(_modules()), (len(loaded), len(_modules()))
 
 
-def test_moved_names_resolve_with_a_warning():
-    from ntkcond.papers.zhang_saxe_latham import biasfree
-
-    with pytest.warns(DeprecationWarning, match="papers.zhang_saxe_latham"):
-        assert ntkcond.mirrored_init is biasfree.mirrored_init
-    with pytest.warns(DeprecationWarning, match="papers.zhang_saxe_latham.experiments"):
-        assert ntkcond.biasfree_experiments.ExperimentResult is not None
-    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
-        ntkcond.no_such_name
+def test_the_flat_names_of_0_1_are_gone():
+    # No deprecation shims: the old flat modules and names (ntkcond.biasfree, ntkcond.claims,
+    # ntkcond.mirrored_init, ...) live only in their papers' packages.
+    for name in ("biasfree", "claims", "mirrored_init", "no_such_name"):
+        with pytest.raises(AttributeError, match=f"no attribute '{name}'"):
+            getattr(ntkcond, name)
 
 
 def test_import_linter_contracts_are_kept():
@@ -163,3 +167,150 @@ def test_import_linter_contracts_are_kept():
     assert "0 broken" in out.stdout
     kept = out.stdout.count(" KEPT")
     assert kept >= 3, out.stdout
+
+
+# --------------------------------------------------------------------------- names that say one thing
+
+
+def _stem(path: str) -> str:
+    """A module's or package's name without leading underscores (``_checks`` and ``checks`` clash)."""
+    return os.path.splitext(os.path.basename(path))[0].lstrip("_")
+
+
+def _packages() -> list:
+    return sorted(folder for folder, _, files in os.walk(PACKAGE) if "__init__.py" in files)
+
+
+def name_clashes(module_paths, package_paths) -> list:
+    """[(name, paths)] for names used by two modules, or by a module and a package."""
+    by_name = {}
+    for path in module_paths:
+        by_name.setdefault(_stem(path), []).append(path)
+    for path in package_paths:
+        by_name.setdefault(_stem(path), []).append(path + os.sep)
+    return sorted((name, sorted(paths)) for name, paths in by_name.items() if len(paths) > 1)
+
+
+def test_no_two_modules_share_a_name_and_none_shares_a_package_name():
+    modules = [p for p in _modules().values() if not p.endswith("__init__.py")]
+    assert name_clashes(modules, _packages()) == []
+    # planted: the two angles.py of 0.1 and a module beside a package of its name
+    planted = name_clashes(["a/infinite/angles.py", "a/spectrum/angles.py", "a/papers/finite.py",
+                            "a/x/_checks.py", "a/y/checks.py"], ["a/finite"])
+    assert [name for name, _ in planted] == ["angles", "checks", "finite"]
+
+
+def reexport_hubs(modules: dict) -> list:
+    """Modules outside an ``__init__.py`` whose body is only imports, ``__all__`` and a docstring."""
+    out = []
+    for mod, path in sorted(modules.items()):
+        if path.endswith("__init__.py"):
+            continue
+        body = ast.parse(open(path, encoding="utf-8").read()).body
+        plain = [n for n in body
+                 if not isinstance(n, (ast.Import, ast.ImportFrom))
+                 and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+                 and not (isinstance(n, (ast.Assign, ast.AnnAssign))
+                          and "__all__" in {getattr(t, "id", None) for t in
+                                            (n.targets if isinstance(n, ast.Assign) else [n.target])})]
+        if not plain:
+            out.append(mod)
+    return out
+
+
+def test_no_reexport_hubs(tmp_path):
+    assert reexport_hubs(_modules()) == []
+    hub = tmp_path / "hub.py"
+    hub.write_text('"""A hub."""\nfrom .a import f\nfrom .b import g\n__all__ = ["f", "g"]\n')
+    real = tmp_path / "real.py"
+    real.write_text('"""Not a hub."""\nfrom .a import f\n\n\ndef g():\n    return f()\n')
+    assert reexport_hubs({"hub": str(hub), "real": str(real)}) == ["hub"]
+
+
+# Test modules that check the project across modules rather than one module of ntkcond.
+CROSS_CUTTING = {
+    "test_architecture",  # this file: the package's design
+    "test_imports",       # what ``import ntkcond`` loads
+    "test_notebooks",     # notebooks/ run top to bottom
+    "test_scripts",       # scripts/ and their command-line conventions
+    "test_benchmarks",    # benchmarks/ smoke tests
+    "test_tolerances",    # every approx in tests/ states its tolerance
+}
+
+
+def unmirrored_tests(test_files, module_paths, package_paths) -> list:
+    """Test modules whose name is neither test_<module or package of ntkcond> nor cross-cutting."""
+    names = {_stem(p) for p in list(module_paths) + list(package_paths)}
+    out = []
+    for path in test_files:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem in CROSS_CUTTING:
+            continue
+        if not (stem.startswith("test_") and stem[len("test_"):] in names):
+            out.append(stem)
+    return sorted(out)
+
+
+def test_test_modules_mirror_the_package():
+    tests = os.path.join(REPO, "tests")
+    files = sorted(glob.glob(os.path.join(tests, "test_*.py")))
+    assert unmirrored_tests(files, _modules().values(), _packages()) == []
+    others = {f for f in os.listdir(tests) if f.endswith(".py") and not f.startswith("test_")}
+    assert others <= {"conftest.py", "_reference.py"}, others  # fixtures and shared references
+    assert unmirrored_tests(["t/test_largescale.py", "t/test_spectrum.py", "t/test_lobpcg.py"],
+                            ["a/scale/_lobpcg.py"], ["a/spectrum"]) == ["test_largescale"]
+
+
+# --------------------------------------------------------------------------- text that points where the code is
+
+DOTTED = re.compile(r"\bntkcond(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def dotted_names(text: str) -> set:
+    return set(DOTTED.findall(text))
+
+
+def _text_files() -> list:
+    files = [os.path.join(REPO, "README.md")]
+    files += glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True)
+    files += glob.glob(os.path.join(REPO, "notebooks", "*.ipynb"))
+    files += glob.glob(os.path.join(REPO, "scripts", "*.py"))
+    files += glob.glob(os.path.join(REPO, "benchmarks", "**", "*.py"), recursive=True)
+    files += glob.glob(os.path.join(REPO, "benchmarks", "**", "*.md"), recursive=True)
+    files += list(_modules().values())
+    return sorted(files)
+
+
+def resolves(name: str) -> bool:
+    """Whether ``name`` is an importable module or an attribute of one (DeprecationWarning = error)."""
+    parts = name.split(".")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError as err:
+                if err.name is not None and not ".".join(parts[:cut]).startswith(err.name):
+                    raise  # a real import error inside the module, not a missing name
+                continue
+            for attr in parts[cut:]:
+                if not hasattr(obj, attr):
+                    return False
+                obj = getattr(obj, attr)
+            return True
+    return False
+
+
+def test_every_dotted_name_in_the_text_resolves():
+    unresolved = {}
+    for path in _text_files():
+        text = open(path, encoding="utf-8").read()
+        for name in sorted(dotted_names(text)):
+            if not resolves(name):
+                unresolved.setdefault(name, []).append(os.path.relpath(path, REPO))
+    assert unresolved == {}
+    # planted: an old flat name and a misspelt attribute are caught, real ones pass
+    assert dotted_names("see ``ntkcond.biasfree`` and ntkcond.spectrum.conditioning.") == {
+        "ntkcond.biasfree", "ntkcond.spectrum.conditioning"}
+    assert not resolves("ntkcond.biasfree") and not resolves("ntkcond.spectrum.no_such_function")
+    assert resolves("ntkcond.spectrum.conditioning") and resolves("ntkcond.papers.liu_hui.Claim")

@@ -1,19 +1,17 @@
-"""Tests of ntkcond.biasfree and ntkcond.saxe against exact answers (arXiv 2406.12615)."""
+"""Tests of ntkcond.papers.zhang_saxe_latham.nets.biasfree (and its use of nets.saxe) against
+exact answers (arXiv 2406.12615)."""
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import load_script  # noqa: E402
 import ntkcond
 from ntkcond._core.x64 import x64
-from ntkcond.papers.zhang_saxe_latham import biasfree as bf
-from ntkcond.papers.zhang_saxe_latham import training as zsl_training
-from ntkcond.papers.zhang_saxe_latham import saxe
+from ntkcond.papers.zhang_saxe_latham.nets import biasfree as bf
+from ntkcond.papers.zhang_saxe_latham.nets import training as zsl_training
+from ntkcond.papers.zhang_saxe_latham.nets import saxe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPS = np.finfo(np.float64).eps
@@ -253,32 +251,7 @@ def test_rejects_bad_configurations():
         bf.odd_even_parts(np.ones(3), x)
 
 
-# ----------------------------------------------------------------------------- script
-
-
-def _script():
-    return load_script("biasfree_dynamics")
-
-
-def test_script_smoke(tmp_path, capsys):
-    mod = _script()
-    out = str(tmp_path / "run")
-    assert mod.main(["equivalence", "--fast", "--out", out, "--no-progress",
-                     "--time", "3", "--lr", "0.02"]) == 0
-    summary = json.load(open(os.path.join(out, "summary_equivalence.json")))
-    assert summary["square"]["exact_max_weight_dev"] < 1e-12
-    assert summary["planted_asymmetry"]["weight_dev"] > 1e-8
-    assert os.path.getsize(os.path.join(out, "equivalence.png")) > 0
-    out2 = str(tmp_path / "run2")  # one run per directory: another experiment, another --out
-    assert mod.main(["closed-form", "--fast", "--out", out2, "--no-progress",
-                     "--lrs", "0.05"]) == 0
-    rows = json.load(open(os.path.join(out2, "summary_closed-form.json")))["results"]
-    assert max(r["max_rel_err_vs_discrete_map"] for r in rows) < 1e-11
-    capsys.readouterr()
-    assert mod.main(["closed-form", "--out", out, "--lrs", "x"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("biasfree_dynamics: error:")
-    assert mod.main(["equivalence", "--out", out, "--lr", "-1"]) == 2
+# ----------------------------------------------------------------------------- notebook
 
 
 def test_notebook_runs_in_fast_mode(monkeypatch):

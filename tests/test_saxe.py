@@ -1,10 +1,11 @@
-"""Tests of ntkcond.saxe: the closed form, its ODE, the discrete map and its regimes."""
+"""Tests of ntkcond.papers.zhang_saxe_latham.nets.saxe: the closed form, its ODE, the discrete map
+and its regimes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ntkcond.papers.zhang_saxe_latham import saxe
+from ntkcond.papers.zhang_saxe_latham.nets import saxe
 
 
 def test_closed_form_formula_and_large_lr_regime():

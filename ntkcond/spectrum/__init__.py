@@ -26,15 +26,15 @@ the stable form of arccos(K_ij / sqrt(K_ii K_jj)). A kernel matrix cannot resolv
 below sqrt(eps) ≈ 1e-8 rad (1 − cos θ is lost in rounding); ``ntkcond.infinite.gradient_angles``
 computes them from the data instead.
 
-Modules: ``condition_numbers`` (eq. (1)), ``angles`` (eq. (2)), ``interlacing`` (the λ_min
-bound, eq. (3)); ``_checks`` holds their shared validation. A leaf: nothing here imports
+Modules: ``condition_numbers`` (eq. (1)), ``kernel_angles`` (eq. (2)), ``interlacing`` (the λ_min
+bound, eq. (3)); ``_kernel_checks`` holds their shared validation. A leaf: nothing here imports
 from the rest of ntkcond.
 """
-from ._checks import float_eps as float_eps
-from ._checks import resolve_tolerances as resolve_tolerances
-from .angles import argmin_upper as argmin_upper
-from .angles import pairwise_angles as pairwise_angles
-from .angles import smallest_pairwise_angle as smallest_pairwise_angle
+from ._kernel_checks import float_eps as float_eps
+from ._kernel_checks import resolve_tolerances as resolve_tolerances
+from .kernel_angles import argmin_upper as argmin_upper
+from .kernel_angles import pairwise_angles as pairwise_angles
+from .kernel_angles import smallest_pairwise_angle as smallest_pairwise_angle
 from .condition_numbers import Conditioning as Conditioning
 from .condition_numbers import conditioning as conditioning
 from .condition_numbers import conditioning_from_eigenvalues as conditioning_from_eigenvalues

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from ._checks import (
+from ._kernel_checks import (
     NOISE_CAP,
     as_float_dtype,
     as_square_kernel,

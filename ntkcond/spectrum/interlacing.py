@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import (as_square_kernel, check_symmetric, float_eps, ldexp, scale_exponent,
+from ._kernel_checks import (as_square_kernel, check_symmetric, float_eps, ldexp, scale_exponent,
                       symmetric_part)
 
 __all__ = ["lambda_min_upper_bound"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...infinite.kernels import depth_sweep
 from ...spectrum import pairwise_angles
-from ._kit import Claim, Formulas, empirical_kernels, pyplot, real_batches, save_figure
+from .claim_kit import Claim, Formulas, empirical_kernels, pyplot, real_batches, save_figure
 
 _NEAR_DUPLICATE = 1e-3  # relative size of the perturbation that makes the planted close pair
 

@@ -5,7 +5,7 @@ Every check takes a ``Formulas`` bundle of the closed forms under test (default:
 and compares it with something computed without it: Monte Carlo of finite random layers,
 Richardson extrapolation of the exact recursion, exact eigenvalues, or neural-tangents. A
 planted error in any formula therefore turns its PASS into a FAIL
-(``tests/test_claims.py`` does exactly that).
+(``tests/test_liu_hui.py`` does exactly that).
 
 ``run_claims`` runs them all; ``write_report`` writes ``claims.md``, ``claims.json`` and the
 figures. ``scripts/check_claims.py`` is the command-line front end.
@@ -19,10 +19,10 @@ import os
 import numpy as np
 
 from ..._core.io import atomic_write
-from . import analytic as A
-from . import finite as F
+from . import analytic_claims as A
+from . import finite_claims as F
 from . import prop41
-from ._kit import STATUSES, Claim, Formulas, pyplot, save_figure
+from .claim_kit import STATUSES, Claim, Formulas, pyplot, save_figure
 
 __all__ = ["Claim", "Formulas", "checks", "run_claims", "write_report", "plot_gradient_angle_map"]
 

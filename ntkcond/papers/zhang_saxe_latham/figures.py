@@ -1,4 +1,4 @@
-"""Figures of the bias-free experiments (``biasfree_experiments``, ``independent_experiments``):
+"""Figures of the bias-free experiments (``experiments``):
 ``plot(result)`` returns the matplotlib figure of any ``ExperimentResult``. matplotlib is
 imported on first use (with the Agg backend unless one is already chosen).
 """
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .collapse_experiments import COLLAPSE_OK
-from .orthogonal_data import xor_data
-from .result import ExperimentResult
-from .saxe import saxe_mode_strength, time_rescaling
-from .xor_experiments import XOR_FIT, XOR_LEARN
+from .experiments.collapse_runs import COLLAPSE_OK
+from .experiments.result import ExperimentResult
+from .experiments.xor_runs import XOR_FIT, XOR_LEARN
+from .nets.orthogonal_data import xor_data
+from .nets.saxe import saxe_mode_strength, time_rescaling
 
 __all__ = ["plot"]
 
