@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
+from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                              add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parse_sizes, parser, run_main)
 from ntkcond.runs.cond_vs_batch import cond_vs_batch, format_table
 
@@ -31,7 +32,9 @@ def build_parser():
                    help="batch sizes, e.g. 64,128,1000 (default: 64, 128, ... and the data-set size)")
     p.add_argument("--max-n", type=int, default=10000, help="cap on the default batch sizes")
     p.add_argument("--depths", default="1,3,10", help="e.g. 1,3,10 or 0-10")
-    p.add_argument("--activations", nargs="+", default=["relu", "linear"], help="relu linear leaky:0.1 ...")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
     p.add_argument("--no-angles", action="store_true", help="skip the smallest-angle streaming")
     p.add_argument("--block", type=int, default=1024, help="block size")
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
@@ -41,7 +44,7 @@ def build_parser():
 
 def run(args):
     ds = load_data(args, seed=args.seed)
-    sweep = cond_vs_batch(ds, out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
+    sweep = cond_vs_batch(ds, **net_kwargs(args), out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
                           max_n=args.max_n, depths=parse_depths(args.depths),
                           activations=args.activations, angles=not args.no_angles, block=args.block,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite,

@@ -23,7 +23,8 @@ import argparse
 import os
 import sys
 
-from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
+from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                              add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parse_width, parser, positive_int, run_main)
 from ntkcond.runs.cond_vs_depth import cond_vs_depth, format_table
 
@@ -36,8 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
     p.add_argument("--max-batches", type=positive_int, default=None, help="at most this many batches")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
-    p.add_argument("--activations", nargs="+", default=["relu", "linear"],
-                   help="relu linear leaky:0.1 ...")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
                    help="inf and/or finite widths, e.g. --width inf 512 2048")
     p.add_argument("--seeds", type=positive_int, default=5,
@@ -55,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args):
     ds = load_data(args, seed=args.seed)
-    sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=parse_depths(args.depths),
+    sweep = cond_vs_depth(ds, **net_kwargs(args), out=args.out, batch=args.batch, depths=parse_depths(args.depths),
                           activations=args.activations, widths=args.width, seeds=args.seeds,
                           trainable=args.trainable, seed=args.seed, in_order=args.in_order,
                           drop_last=args.drop_last, max_batches=args.max_batches,

@@ -18,7 +18,8 @@ import math
 import os
 import sys
 
-from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
+from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                              add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parser, run_main)
 from ntkcond.runs.min_angle import format_table, min_angle
 
@@ -31,7 +32,9 @@ def build_parser():
     p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
     p.add_argument("--seed", type=int, default=0, help="gaussian: seed")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
-    p.add_argument("--activations", nargs="+", default=["relu", "linear"], help="relu linear leaky:0.1 ...")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
     p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
                    help="which weights are trained: all layers, W1 only, or the read-out only")
     p.add_argument("--block", type=int, default=1024, help="block size")
@@ -48,7 +51,7 @@ def run(args):
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: expected an integer >= 1, got {args.workers}")
     ds = load_data(args, seed=args.seed)
-    res = min_angle(ds, out=args.out, depths=parse_depths(args.depths), activations=args.activations,
+    res = min_angle(ds, **net_kwargs(args), out=args.out, depths=parse_depths(args.depths), activations=args.activations,
                     trainable=args.trainable, limit=args.limit, block=args.block,
                     backend=args.backend, devices=args.devices, dtype=args.dtype,
                     workers=args.workers, resume=args.resume, overwrite=args.overwrite,

@@ -28,25 +28,13 @@ from __future__ import annotations
 import os
 import sys
 
-from ntkcond.runs.cli import (add_data_arguments, add_run_arguments, load_data, parse_depths,
-                              parse_width, parser, positive_int, run_main)
+from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                              add_data_arguments, add_run_arguments, load_data, parse_depths,
+                              parse_width, parser, positive_float, positive_int, run_main)
 from ntkcond.runs.train_vs_depth import format_table, train_vs_depth
 
 PROG = "train_vs_depth"
 
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite float > 0."""
-    import argparse
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def build_parser():
@@ -54,8 +42,9 @@ def build_parser():
     add_data_arguments(p, split="test")
     p.add_argument("--batch", type=positive_int, default=256, help="batch size n (one batch)")
     p.add_argument("--depths", default="1,2,3,5,10", help="e.g. 1,2,3,5,10 or 0-10")
-    p.add_argument("--activations", nargs="+", default=["relu", "linear"],
-                   help="relu linear leaky:0.1 ...")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512],
                    help="inf (prediction only) and/or finite widths of the trained nets")
     p.add_argument("--target", default="lt5", help="lt5, even or class:K (K = 0..9)")
@@ -72,7 +61,7 @@ def build_parser():
 
 def run(args):
     ds = load_data(args, seed=args.seed)
-    sweep = train_vs_depth(ds, out=args.out, n=args.batch, depths=parse_depths(args.depths),
+    sweep = train_vs_depth(ds, **net_kwargs(args), out=args.out, n=args.batch, depths=parse_depths(args.depths),
                            activations=args.activations, widths=args.width, target=args.target,
                            center=not args.no_center, rel_target=args.rel_target,
                            max_steps=args.max_steps, seed=args.seed, init_seed=args.init_seed,

@@ -23,6 +23,7 @@ from .._core.io import atomic_savefig
 from ..activations import parse_activation
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
+from .depth import library_options, net_options
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
 
@@ -57,7 +58,7 @@ def default_sizes(n_max: int) -> list[int]:
 def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10000,
                   depths=(1, 3, 10), activations=("relu", "linear"), angles: bool = True,
                   block: int = 1024, seed: int = 0, resume: bool = False, overwrite: bool = False,
-                  progress: bool = True) -> BatchSweep:
+                  progress: bool = True, w_std=None, b_std=0.0, residual=None) -> BatchSweep:
     """Run (or resume) the batch-size sweep on ``ds`` into the run directory ``out``.
 
     Args:
@@ -65,10 +66,17 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
       depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``;
       angles: also stream the smallest gradient angle over all pairs; block: block size;
       seed: the shuffling seed of the nested order; resume, overwrite: ``runs.rundir``.
+      w_std, b_std, residual: the network (``runs.depth.net_options``); those set go into
+        config.json and every record.
     """
     where = "cond_vs_batch"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
     acts = [parse_activation(a) for a in activations]
+    opts = net_options(w_std, b_std, residual, where=where, activations=acts)
+    if opts:
+        library_options(exact_conditioning, opts, where)
+        if angles:
+            library_options(streaming_smallest_angles, opts, where)
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
     sizes = default_sizes(n_max) if sizes is None else sorted({as_int(n, "size", where, 2) for n in sizes})
@@ -79,6 +87,7 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
               "activations": [a.name for a in acts], "width": "inf", "trainable": "all",
               "seed": seed, "nested": True, "angles": bool(angles), "block": block,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
+    config.update(opts)  # only those set: runs of the default net keep their config.json
     from tqdm.auto import tqdm
 
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
@@ -90,21 +99,23 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
             if not todo:
                 continue
             x = ds.x[order[:n]]
-            smallest = (streaming_smallest_angles(x, depths=depths, activations=todo, block=block)
-                        if angles else None)
+            smallest = (streaming_smallest_angles(x, depths=depths, activations=todo, block=block,
+                                                  **opts) if angles else None)
             for act in todo:
                 t0 = time.perf_counter()
-                # Linear: κ is the same at every depth (K = (L+1)·XXᵀ/d); one kernel serves all.
-                conds = exact_conditioning(x, depths=depths[:1] if act.is_linear else depths,
-                                           activation=act, block=block)
+                # Linear, default net: κ is the same at every depth (K = (L+1)·XXᵀ/d); one
+                # kernel serves all (not with biases: K = a_L·XXᵀ/d + b_L·11ᵀ).
+                same = act.is_linear and not opts
+                conds = exact_conditioning(x, depths=depths[:1] if same else depths,
+                                           activation=act, block=block, **opts)
                 seconds = time.perf_counter() - t0
                 for L in depths:
-                    c = conds[depths[0]] if act.is_linear else conds[L]
+                    c = conds[depths[0]] if same else conds[L]
                     rec = {"dataset": ds.name, "n": n, "d": d, "activation": act.name, "depth": L,
                            "lambda_max": c.lambda_max, "lambda_min_nonzero": c.lambda_min_nonzero,
                            "rank": c.rank, "kappa_eff": c.kappa_eff,
                            "kappa": c.kappa if math.isfinite(c.kappa) else None,
-                           "precision_limited": c.precision_limited, "seconds": seconds}
+                           "precision_limited": c.precision_limited, "seconds": seconds, **opts}
                     if smallest is not None:
                         r = smallest.get(act.name, L)
                         rec.update(min_grad_angle_deg=r.degrees,

@@ -28,12 +28,12 @@ from .._core.io import atomic_savefig, atomic_write
 from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
-from .depth import iter_finite_batch, iter_infinite_batch
+from .depth import finite_net_factory, iter_finite_batch, iter_infinite_batch, net_options
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
-           "spectrum_key", "pack_spectra", "plot_spectra"]
+           "spectrum_key", "pack_spectra", "plot_spectra", "net_title"]
 
 KEY_FIELDS = ("batch_index", "depth", "activation", "width", "seed")
 
@@ -66,7 +66,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
                   drop_last: bool = False, max_batches: int | None = None, resume: bool = False,
                   overwrite: bool = False, progress: bool = True,
-                  save_spectra: bool = False) -> DepthSweep:
+                  save_spectra: bool = False, w_std=None, b_std=0.0,
+                  residual=None) -> DepthSweep:
     """Run (or resume) the depth sweep on the batches of ``ds`` into the run directory ``out``.
 
     Args:
@@ -81,10 +82,17 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
       save_spectra: keep every kernel's eigenvalues (module docstring); part of the run's
         configuration (``"save_spectra": true`` in config.json), so a run resumes only with
         the same choice.
+      w_std, b_std, residual: the network (``runs.depth.net_options``: weight and bias stds,
+        residual scale); the defaults are the norm-preserving bias-free net. Those set are
+        part of the configuration (config.json) and of every record.
     """
     where = "cond_vs_depth"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a).name for a in activations]
+    parsed = [parse_activation(a) for a in activations]
+    acts = [a.name for a in parsed]
+    opts = net_options(w_std, b_std, residual, where=where, activations=parsed)
+    if opts and any(w != "inf" for w in widths):
+        finite_net_factory(opts, where)  # fails now, not after the infinite-width kernels
     widths = sorted(set(widths), key=_width_key)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
@@ -95,6 +103,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,
               "in_order": in_order, "drop_last": drop_last, "max_batches": max_batches,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
+    config.update(opts)  # only those set: runs of the default net keep their config.json
     if save_spectra:  # only when set: runs made before the flag existed still resume
         config["save_spectra"] = True
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
@@ -126,12 +135,12 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                 if width == "inf":
                     new = iter_infinite_batch(ds.x[index], index, depths=missing,
                                               activations=group_acts, trainable=trainable,
-                                              meta=meta, on_spectrum=hook)
+                                              meta=meta, on_spectrum=hook, **opts)
                 else:
                     new = iter_finite_batch(ds.x[index], index, depths=missing,
                                             activations=group_acts, width=width,
                                             seeds=group_seeds, trainable=trainable, meta=meta,
-                                            on_spectrum=hook, nets=nets)
+                                            on_spectrum=hook, nets=nets, **opts)
                 for rec in new:
                     if save_spectra:  # the spectrum first: a record never lacks its file
                         _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), latest.pop())
@@ -143,7 +152,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         title = (f"{name} ({ds.split}), n = {batch}, {len(index_batches)} batch(es), width "
                  f"{', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
                  + (f" ({len(seeds)} seeds)" if widths != ["inf"] else "")
-                 + f", trainable = {trainable}")
+                 + f", trainable = {trainable}" + net_title(opts))
         figure = plot_cond_vs_depth(rows, run.file("figure.png"), title=title, metadata=config)
         spectra = spectra_figure = None
         if save_spectra:
@@ -155,6 +164,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         return DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
                           spectra_figure=spectra_figure)
+
+
+def net_title(opts: dict) -> str:
+    """', w_std = 1.5, b_std = 0.1, residual = 0.5' of the options set ('' for the default net)."""
+    return "".join(f", {k} = {v:g}" for k, v in opts.items())
 
 
 def grid_calls(todo) -> list[tuple]:

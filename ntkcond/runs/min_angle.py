@@ -18,6 +18,7 @@ from .. import datasets
 from .._core.io import atomic_write
 from ..activations import parse_activation
 from ..scale.streaming import streaming_smallest_angles
+from .depth import library_options, net_options
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
 
@@ -44,7 +45,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               trainable: str = "all", limit: int | None = None, block: int = 1024,
               backend: str = "auto", devices: int | None = None, dtype: str = "float64",
               workers: int | None = None, resume: bool = False, overwrite: bool = False,
-              progress: bool = True) -> MinAngleRun:
+              progress: bool = True, w_std=None, b_std=0.0, residual=None) -> MinAngleRun:
     """Run (or resume) the whole-set smallest-angle search on ``ds`` into ``out``.
 
     Args:
@@ -52,10 +53,16 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
       depths, activations, trainable: what to compute (``streaming_smallest_angles``).
       block, backend ("auto", "numpy", "jax"), devices, dtype, workers: how.
       resume, overwrite: the run-directory policy (``runs.rundir``).
+      w_std, b_std, residual: the network (``runs.depth.net_options``); those set go into
+        config.json and every record.
     """
     where = "min_angle"
     depths = sorted(set(depths))
-    acts = [parse_activation(a).name for a in activations]
+    parsed = [parse_activation(a) for a in activations]
+    acts = [a.name for a in parsed]
+    opts = net_options(w_std, b_std, residual, where=where, activations=parsed)
+    if opts:
+        library_options(streaming_smallest_angles, opts, where)
     x = ds.x
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
@@ -65,6 +72,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               "depths": depths, "activations": acts, "width": "inf", "trainable": trainable,
               "block": block, "backend": backend, "devices": devices, "dtype": dtype,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(x)}
+    config.update(opts)  # only those set: runs of the default net keep their config.json
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                   where=where) as run:
         checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
@@ -78,9 +86,11 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
                                    table_csv=run.file("table.csv"))
         res = streaming_smallest_angles(
             x, depths=depths, activations=acts, trainable=trainable, block=block, backend=backend,
-            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint, progress=progress)
+            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint, progress=progress,
+            **opts)
         rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
-                 "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1]} for r in res.results]
+                 "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1], **opts}
+                for r in res.results]
         for row in rows:
             if run.key(row) not in run.done:
                 run.append(row)

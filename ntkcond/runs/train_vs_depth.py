@@ -57,6 +57,7 @@ from .._core.checks import as_int, positive
 from .._core.io import atomic_savefig
 from ..activations import parse_activation
 from .gradient_descent import CHUNK, GDRun, train_to_loss
+from .depth import finite_net_factory, net_options
 from .rundir import data_fingerprint, open_run
 from .tables import text_table, write_csv
 from .train_records import finite_record, infinite_record, make_targets, target_condition_number
@@ -102,7 +103,8 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
                    activations=("relu", "linear"), widths=("inf", 512), target: str = "lt5",
                    center: bool = True, rel_target: float = 1e-2, max_steps: int = 3000,
                    seed: int = 0, init_seed: int = 0, resume: bool = False,
-                   overwrite: bool = False, progress: bool = True) -> TrainSweep:
+                   overwrite: bool = False, progress: bool = True, w_std=None, b_std=0.0,
+                   residual=None) -> TrainSweep:
     """Run (or resume) the sweep of the module docstring on one batch of ``ds`` into ``out``.
 
     Args:
@@ -113,12 +115,18 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
       target, center: ``make_targets``; rel_target: ε; max_steps: the cap on GD steps.
       seed: shuffling seed of the batch; init_seed: ``PRNGKey`` of every finite net.
       resume, overwrite: the run-directory policy (``runs.rundir``); progress: a tqdm bar.
+      w_std, b_std, residual: the network (``runs.depth.net_options``); those set go into
+        config.json and every record.
     """
     where = "train_vs_depth"
     t_start = time.perf_counter()
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = [parse_activation(a).name for a in activations]
+    parsed = [parse_activation(a) for a in activations]
+    acts = [a.name for a in parsed]
+    opts = net_options(w_std, b_std, residual, where=where, activations=parsed)
     widths = sorted({w if w == "inf" else as_int(w, "width", where, 1) for w in widths}, key=_width_key)
+    if opts and any(w != "inf" for w in widths):
+        finite_net_factory(opts, where)  # fails now, not after the first records
     rel_target = positive(rel_target, "rel_target", where)
     max_steps = as_int(max_steps, "max_steps", where, 1)
     init_seed = as_int(init_seed, "init_seed", where, 0)
@@ -130,6 +138,7 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
               "init_seed": init_seed, "lr": "1/lambda_max(NTK at init)", "chunk": CHUNK,
               "loss": "0.5*sum((f-y)^2)", "preprocessing": ds.preprocessing,
               "data_fingerprint": data_fingerprint(ds.x)}
+    config.update(opts)  # only those set: runs of the default net keep their config.json
     meta = {"dataset": ds.name, "split": ds.split, "target": target, "center": bool(center),
             "rel_target": rel_target, "max_steps": max_steps}
     items = [(L, a, w) for w in widths for L in depths for a in acts]
@@ -146,10 +155,11 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
                     continue
                 if w == "inf":
                     rec = infinite_record(x, y, depth=L, activation=a, rel_target=rel_target,
-                                          max_steps=max_steps, meta=meta)
+                                          max_steps=max_steps, meta=meta, **opts)
                 else:
                     rec = finite_record(x, y, depth=L, activation=a, width=w, seed=s,
-                                        rel_target=rel_target, max_steps=max_steps, meta=meta)
+                                        rel_target=rel_target, max_steps=max_steps, meta=meta,
+                                        **opts)
                 run.append(rec)
                 bar.update(1)
         records = sorted(run.records, key=_order)
