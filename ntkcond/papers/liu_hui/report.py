@@ -20,6 +20,7 @@ import numpy as np
 
 from ..._core.io import atomic_write
 from . import analytic_claims as A
+from . import family_claims
 from . import finite_claims as F
 from . import prop41
 from .claim_kit import STATUSES, Claim, Formulas, pyplot, save_figure
@@ -53,7 +54,8 @@ def checks() -> list:
     return [F.check_one_layer_angle, F.check_derivative_kernel, F.check_gradient_angle,
             F.check_gradient_angle_nt, A.check_small_angle_law, A.check_embedding_collapse, F.check_linear_nets,
             A.check_infinite_depth, A.check_first_layer_only, A.check_two_points,
-            A.check_headline_fails, F.check_optimization_speed, prop41.check_prop41]
+            A.check_headline_fails, F.check_optimization_speed, prop41.check_prop41,
+            family_claims.check_activation_rate]
 
 
 def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formulas = Formulas(),
@@ -90,7 +92,8 @@ _IDS = {"check_one_layer_angle": {"1"}, "check_derivative_kernel": {"2"},
         "check_optimization_speed": {"11"}, "check_prop41": {"12"},
         "check_small_angle_law": {"4"}, "check_embedding_collapse": {"5"},
         "check_infinite_depth": {"7", "7a", "7b"}, "check_first_layer_only": {"8"},
-        "check_two_points": {"9", "9a", "9b"}, "check_headline_fails": {"10"}}
+        "check_two_points": {"9", "9a", "9b"}, "check_headline_fails": {"10"},
+        "check_activation_rate": {"21"}}
 
 
 def _number(value) -> str:
