@@ -269,7 +269,8 @@ class CallableActivation:
     def _jitted(self):
         import jax
 
-        fs = [self.fn]
+        fn = self.fn
+        fs = [lambda t: fn(t.reshape(1)).reshape(-1)[0]]  # scalar in, scalar out
         for _ in range(2):
             fs.append(jax.grad(fs[-1]))
         return [jax.jit(jax.vmap(f)) for f in fs]
@@ -319,37 +320,40 @@ def _check_callable(fn, name):
     import jax.numpy as jnp
 
     grid = np.linspace(-30.0, 30.0, 241)
-    try:
-        with x64():
-            zs = jnp.asarray(grid, jnp.float64)
-            whole = np.asarray(fn(zs), dtype=np.float64)
-            if whole.shape != grid.shape:
-                raise ValueError(f"maps shape {grid.shape} to {whole.shape}")
-            each = np.asarray(jax.vmap(lambda t: fn(t.reshape(1))[0])(zs), dtype=np.float64)
-            mat = np.asarray(fn(zs.reshape(-1, 1) * jnp.ones((1, 3))), dtype=np.float64)
-            d1 = np.asarray(jax.vmap(jax.grad(fn))(zs), dtype=np.float64)
-            d2 = np.asarray(jax.vmap(jax.grad(jax.grad(fn)))(zs), dtype=np.float64)
-    except ValueError as err:
-        raise ValueError(f"parse_activation: the callable {name!r} is not elementwise: {err}") from None
-    except Exception as err:  # jax tracing errors of non-scalar or non-traceable functions
-        raise ValueError(
-            f"parse_activation: the callable {name!r} must be an elementwise jax-traceable "
-            f"function of arrays; calling it failed with {type(err).__name__}: {err}"
-        ) from None
+
+    def call(what, g):
+        try:
+            with x64():
+                return np.asarray(g(), dtype=np.float64)
+        except Exception as err:  # jax tracing errors of non-scalar or non-traceable functions
+            raise ValueError(
+                f"parse_activation: the callable {name!r} must be an elementwise jax-traceable "
+                f"function of arrays; {what} failed with {type(err).__name__}: {err}"
+            ) from None
+
+    def zs_():
+        return jnp.asarray(grid, jnp.float64)
+
+    whole = call("f(z)", lambda: fn(zs_()))
+    each = call("f(z[i:i+1])", lambda: jax.vmap(lambda t: fn(t.reshape(1)).reshape(-1)[0])(zs_()))
+    mat = call("f(z[:, None] * ones(3))", lambda: fn(zs_().reshape(-1, 1) * jnp.ones((1, 3))))
+    scale = np.maximum(np.abs(np.nan_to_num(whole)), 1.0)
+    if (whole.shape != grid.shape or mat.shape != (grid.size, 3)
+            or not np.all(np.abs(each - whole) <= 1e-12 * scale)
+            or not np.all(np.abs(mat - whole[:, None]) <= 1e-12 * scale[:, None])):
+        if np.all(np.isfinite(whole)) or whole.shape != grid.shape:
+            raise ValueError(
+                f"parse_activation: the callable {name!r} is not elementwise (f of a vector "
+                f"differs from f of its entries, or changes the shape {grid.shape})"
+            )
+    d1 = call("its derivative", lambda: jax.vmap(jax.grad(lambda t: fn(t.reshape(1))[0]))(zs_()))
+    d2 = call("its second derivative",
+              lambda: jax.vmap(jax.grad(jax.grad(lambda t: fn(t.reshape(1))[0])))(zs_()))
     for label, arr in (("values", whole), ("first derivative", d1), ("second derivative", d2)):
         if not np.all(np.isfinite(arr)):
             raise ValueError(
                 f"parse_activation: the callable {name!r} gives non-finite {label} on [-30, 30]"
             )
-    scale = np.maximum(np.abs(whole), 1.0)
-    if mat.shape != (grid.size, 3) or not (
-        np.all(np.abs(each - whole) <= 1e-12 * scale)
-        and np.all(np.abs(mat - whole[:, None]) <= 1e-12 * scale[:, None])
-    ):
-        raise ValueError(
-            f"parse_activation: the callable {name!r} is not elementwise (f of a vector differs "
-            "from f of its entries)"
-        )
 
 
 def parse_activation(activation):

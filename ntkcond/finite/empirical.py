@@ -39,7 +39,7 @@ from .._core.arrays import check_finite, check_kernel, check_param_leaves, check
 from .._core.checks import as_count, resolve_trainable
 from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 from ..spectrum import effective_condition_number, smallest_pairwise_angle
-from .models import MLP, check_params
+from .models import MLP, GeneralMLP, check_params
 
 __all__ = ["empirical_ntk", "empirical_ntk_features", "empirical_ntk_layers", "MonteCarloNTK", "monte_carlo_ntk"]
 
@@ -157,7 +157,7 @@ def _validate(net, params, x1, x2, where):
     """Types, shapes and finiteness of the arguments, before anything is converted or computed:
     TypeError for a wrong net or a complex/non-numeric array, ValueError for wrong shapes or a
     NaN/Inf in x1, x2 (naming the row) or in params (naming the weight and entry)."""
-    if not isinstance(net, MLP):
+    if not isinstance(net, (MLP, GeneralMLP)):
         raise TypeError(f"{where}: expected net from ntkcond.mlp(...), got {type(net).__name__}")
     check_real(x1, where, "x1")
     if x2 is not None:
@@ -203,6 +203,15 @@ def _ntk(net, params, x1, x2, layers, per_layer, block_size, where):
 
 def _ntk_arrays(net, params, x1, x2, layers, per_layer, block_size):
     import jax.numpy as jnp
+
+    if isinstance(net, GeneralMLP):  # biases, any activation, residual: general_ntk eq. (1)
+        from .general_ntk import general_ntk
+
+        if _numpy_route_applies(x1, x2, *params):
+            return jnp.asarray(general_ntk(net, [np.asarray(w) for w in params], np.asarray(x1),
+                                           None if x2 is None else np.asarray(x2), layers,
+                                           per_layer))
+        return general_ntk(net, params, x1, x2, layers, per_layer, jnp)
 
     slope = net.activation.slope
     n1, n2 = x1.shape[0], (x1 if x2 is None else x2).shape[0]
@@ -386,7 +395,7 @@ def monte_carlo_ntk(net, x, *, seeds=5, trainable="all", dtype=None) -> MonteCar
     import jax.numpy as jnp
 
     where = "monte_carlo_ntk"
-    if not isinstance(net, MLP):
+    if not isinstance(net, (MLP, GeneralMLP)):
         raise TypeError(f"{where}: expected net from ntkcond.mlp(...), got {type(net).__name__}")
     seeds = _as_seeds(seeds, where)
     dtype = _float_dtype(dtype, x, where)

@@ -31,7 +31,7 @@ from .._core.checks import as_depth
 from .._core.x64 import scoped_dtype, x64
 from ..activations import Activation, parse_activation
 
-__all__ = ["MLP", "mlp"]
+__all__ = ["MLP", "GeneralMLP", "mlp"]
 
 
 def _highest():
@@ -124,16 +124,23 @@ def _as_width(m, where: str, name: str) -> int:
     return int(m)
 
 
-def mlp(depth: int, width=512, activation="relu") -> MLP:
-    """A bias-free norm-preserving MLP with L = ``depth`` hidden layers, eq. (1).
+def mlp(depth: int, width=512, activation="relu", *, w_std=None, b_std=None,
+        residual=None):
+    """A bias-free norm-preserving MLP with L = ``depth`` hidden layers, eq. (1), or with
+    ``w_std``/``b_std``/``residual`` the general net of eq. (2) (``GeneralMLP``).
 
     Args:
       depth: L ≥ 0 (0: the linear model x W¹/√d).
       width: hidden width m (int ≥ 1) or a sequence (m₁, …, m_L) of length ``depth``.
-      activation: "relu", "linear", ("leaky_relu", α), "leaky:α" or a slope α ∈ [0, 1].
+      activation: any spelling of ``ntkcond.activations.parse_activation`` (relu, linear,
+        abs, leaky:α with α ∈ [−1, 1], erf, gelu, sin, tanh, softplus, silu, a callable).
+      w_std, b_std, residual: s_w > 0, s_b ≥ 0, β > 0 of eq. (2) (as
+        ``ntkcond.infinite_ntk``); all None: eq. (1). Activations outside the leaky family
+        need ``w_std``; residual blocks need equal hidden widths.
 
     Returns:
-      ``MLP`` with ``init(key, d) -> params`` and ``apply(params, x) -> (n,)``.
+      ``MLP`` or ``GeneralMLP`` with ``init(key, d) -> params`` and
+      ``apply(params, x) -> (n,)``.
 
     Example:
       >>> net = mlp(3, 512)
@@ -152,15 +159,109 @@ def mlp(depth: int, width=512, activation="relu") -> MLP:
             raise ValueError(
                 f"mlp: expected {depth} widths (one per hidden layer), got {len(widths)}: {widths}")
         widths = tuple(_as_width(m, "mlp", "width") for m in widths)
-    return MLP(depth=depth, widths=widths, activation=act)
+    from ..infinite.family import resolve_net
+
+    net = resolve_net(activation, w_std, b_std, residual, "mlp")
+    if net is None:
+        return MLP(depth=depth, widths=widths, activation=act)
+    if net.residual is not None and len(set(widths)) > 1:
+        raise ValueError(f"mlp: residual blocks need equal hidden widths, got {widths}")
+    return GeneralMLP(depth=depth, widths=widths, activation=act, w_std=net.w_std,
+                      b_std=net.b_std, residual=net.residual)
 
 
-def check_params(net: MLP, params, x_shape, where: str) -> None:
+@dataclasses.dataclass(frozen=True)
+class GeneralMLP:
+    """The MLP of eq. (2): weight std s_w, bias std s_b, any activation, residual blocks.
+
+        z¹ = t₀ b¹ + s₀ x W¹,   zⁱ⁺¹ = [residual] zⁱ + tᵢ bⁱ⁺¹ + sᵢ σ(zⁱ) Wⁱ⁺¹,
+        f = t_L b^{L+1} + s_L σ(z^L) W^{L+1},                                             (2)
+
+    sᵢ = s_w/√fan_inᵢ and tᵢ = s_b, times β for the residual layers i = 1 … L − 1
+    (``residual=β``; z^{i+1} = z^i + β(…)). With ``w_std=None`` (leaky family with biases),
+    s_w² = c = 2/(1 + α²) for the hidden layers and 1 for the read-out. All entries of W and
+    b are N(0, 1). The infinite-width NTK of this net is ``ntkcond.infinite_ntk(x, depth=L,
+    activation=…, w_std=…, b_std=…, residual=…)`` (``ntkcond.infinite.family``); in
+    neural-tangents ``stax.serial(*[Dense(m, W_std=s_w, b_std=s_b), act] * L,
+    Dense(1, W_std=s_w, b_std=s_b))``.
+
+    Parameters are a flat list [W¹, …, W^{L+1}, b¹, …, b^{L+1}] (W of shape (fan_in,
+    fan_out), b of shape (fan_out,)); layer index i of ``resolve_trainable`` is (Wⁱ⁺¹, bⁱ⁺¹).
+    """
+
+    depth: int
+    widths: tuple
+    activation: object
+    w_std: float | None
+    b_std: float
+    residual: float | None
+
+    def shapes(self, d: int) -> list[tuple]:
+        """[(d, m₁), …, (m_L, 1), (m₁,), …, (1,)]: weights, then biases."""
+        dims = (int(d),) + tuple(self.widths) + (1,)
+        w = [(dims[i], dims[i + 1]) for i in range(self.depth + 1)]
+        return w + [(dims[i + 1],) for i in range(self.depth + 1)]
+
+    def factors(self, d: int) -> list[tuple[float, float]]:
+        """[(sᵢ, tᵢ)] of eq. (2) for i = 0 … L."""
+        dims = (int(d),) + tuple(self.widths)
+        out = []
+        for i in range(self.depth + 1):
+            if self.w_std is None:
+                sw2 = self.activation.scale if i < self.depth else 1.0
+            else:
+                sw2 = self.w_std**2
+            s, t = math.sqrt(sw2 / dims[i]), self.b_std
+            if self.residual is not None and 0 < i < self.depth:
+                s, t = self.residual * s, self.residual * t
+            out.append((s, t))
+        return out
+
+    def num_params(self, d: int) -> int:
+        return sum(math.prod(shape) for shape in self.shapes(d))
+
+    def init(self, key, d: int, dtype=None) -> list:
+        """Draw all weights and biases N(0, 1) (dtype as ``MLP.init``)."""
+        import jax
+        import jax.numpy as jnp
+
+        where = "GeneralMLP.init"
+        d = _as_width(d, where, "d")
+        if dtype is not None:
+            dtype = float_dtype(dtype, where)
+        with x64() if dtype == np.float64 else contextlib.nullcontext():
+            dtype = jnp.zeros((), dtype if dtype is not None else float).dtype
+            shapes = self.shapes(d)
+            keys = jax.random.split(key, len(shapes))
+            return [jax.random.normal(k, shape, dtype) for k, shape in zip(keys, shapes)]
+
+    def apply(self, params, x):
+        """f(x), eq. (2): (n,) outputs in the dtype of params and x."""
+        import jax.numpy as jnp
+
+        check_params(self, params, jnp.shape(x), "GeneralMLP.apply")
+        act = self.activation
+        sigma = act.jax_fn if not act.is_leaky else act
+        L = self.depth
+        with scoped_dtype(x, *params):
+            hi = _highest()
+            f = self.factors(jnp.shape(x)[1])
+            ws, bs = params[: L + 1], params[L + 1:]
+            z = f[0][0] * jnp.matmul(x, ws[0], precision=hi) + f[0][1] * bs[0]
+            for i in range(1, L + 1):
+                step = f[i][0] * jnp.matmul(sigma(z), ws[i], precision=hi) + f[i][1] * bs[i]
+                z = z + step if (self.residual is not None and i < L) else step
+            return z[:, 0]
+
+
+def check_params(net, params, x_shape, where: str) -> None:
     """Raise ValueError/TypeError unless params match ``net.shapes(d)`` for x of shape (n, d)."""
     if len(x_shape) != 2 or x_shape[0] < 1 or x_shape[1] < 1:
         raise ValueError(f"{where}: expected x of shape (n, d) with n, d >= 1, got shape {tuple(x_shape)}")
     if not isinstance(params, (list, tuple)):
-        raise TypeError(f"{where}: expected params as a list of {net.depth + 1} weight arrays, "
+        what = (f"{net.depth + 1} weight arrays" if isinstance(net, MLP)
+                else f"{2 * net.depth + 2} arrays (weights, then biases)")
+        raise TypeError(f"{where}: expected params as a list of {what}, "
                         f"got {type(params).__name__}")
     expected = net.shapes(x_shape[1])
     got = [tuple(getattr(w, "shape", ())) for w in params]

@@ -52,9 +52,10 @@ and its gaps ½(P₁ + P₂) − M where that is at least ``GAP_RECOMPUTE_BELOW`
 Quadrature (tanh, softplus, SiLU, callables; the small gaps of GELU)
 --------------------------------------------------------------------
 In the Cholesky form u = √q₁ z₁, v = √q₂(cos θ z₁ + sin θ z₂), z₁, z₂ ~ N(0, 1), by the
-trapezoidal rule on [−9, 9]² with step h = ``h_scale``/√max(q, 1) (the rule converges like
+trapezoidal rule on [−8.5, 8.5]² with step h = 0.18/√max(q, 1) (the rule converges like
 e^{−2πτ/h} for an integrand analytic in a strip of half-width τ: for tanh, poles at
-±iπ/(2√q), τ = π/(2√q), h = 0.25/√q gives ≈ e^{−39} ≈ 1e-17). Gaps integrate
+±iπ/(2√q), τ = π/(2√q); measured: the 4th-order poles of sech⁴ make the step 0.25/√q
+reach only ~1e-12, 0.18/√q reaches < 1e-15, halving it changes nothing). Gaps integrate
 ½(u − v)²·σ[u, v]², with u − v = (s + √q₂(1 − cos θ)) z₁ − √q₂ sin θ z₂ formed without
 cancellation and the divided difference σ[u, v] = (σ(u) − σ(v))/(u − v) by 8-point
 Gauss–Legendre on σ' where |u − v| < 1/4. ``quadrature_check`` halves h on the diagonal and
@@ -91,8 +92,8 @@ GAP_RECOMPUTE_BELOW = 1e-3
 QUADRATURE_RTOL = 1e-13
 #: Most trapezoid nodes per side (the cost is this squared per pair).
 MAX_NODES = 1600
-_CUTOFF = 9.0
-_H_SCALE = 0.25
+_CUTOFF = 8.5
+_H_SCALE = 0.18
 _GL_T, _GL_W = np.polynomial.legendre.leggauss(8)
 _GL_T, _GL_W = 0.5 * (_GL_T + 1.0), 0.5 * _GL_W
 _DD_DIRECT_ABOVE = 0.25
@@ -216,8 +217,8 @@ def diagonal(act, q, h_scale=_H_SCALE):
 
 
 def uses_quadrature(act) -> bool:
-    """True for activations whose kernels need quadrature (everything but leaky, erf, sin,
-    gelu; GELU's small gaps do too)."""
+    """True for activations whose kernels need quadrature: all but the leaky family, erf,
+    sin and GELU (whose small gaps do, ``dual``)."""
     return not (act.is_leaky or (not hasattr(act, "fn") and act.name in ("erf", "sin", "gelu")))
 
 
@@ -345,10 +346,11 @@ def quadrature_check(act, q, where: str, h_scale=_H_SCALE):
     return worst
 
 
-def dual(act, q1, q2, c, D, h_scale=_H_SCALE):
+def dual(act, q1, q2, c, D, gaps=True, h_scale=_H_SCALE):
     """(M, Dσ, Ṁ, Dσ') of eqs. (1)–(2) for any activation: closed forms (3)–(6) where they
     exist, the quadrature otherwise; gaps below ``GAP_RECOMPUTE_BELOW`` of the diagonal by
-    the divided-difference quadrature."""
+    the divided-difference quadrature (pairs with D = 0 and q₁ = q₂ have exact 0 gaps).
+    ``gaps=False``: (M, None, Ṁ, None), for kernels alone."""
     q1, q2, c, D = (np.asarray(a, dtype=np.float64) for a in (q1, q2, c, D))
     if act.is_leaky:
         return _leaky(act, q1, q2, c, D)
@@ -361,11 +363,16 @@ def dual(act, q1, q2, c, D, h_scale=_H_SCALE):
         M, Md = _gelu(q1, q2, c)
     else:
         M, Md = quadrature_dual(act, q1, q2, c, D, h_scale)
+    if not gaps:
+        return M, None, Md, None
     P1, Pd1 = diagonal(act, q1, h_scale)
     P2, Pd2 = diagonal(act, q2, h_scale)
     mean, meand = 0.5 * (P1 + P2), 0.5 * (Pd1 + Pd2)
     gap, gapd = mean - M, meand - Md
     small = (gap < GAP_RECOMPUTE_BELOW * mean) | (gapd < GAP_RECOMPUTE_BELOW * meand)
+    small = small & ~((D == 0) & (q1 == q2))
+    gap = np.where((D == 0) & (q1 == q2), 0.0, gap)
+    gapd = np.where((D == 0) & (q1 == q2), 0.0, gapd)
     shape = np.broadcast_shapes(q1.shape, q2.shape, c.shape, D.shape)
     gap, gapd = np.broadcast_to(gap, shape).copy(), np.broadcast_to(gapd, shape).copy()
     small = np.broadcast_to(small, shape)

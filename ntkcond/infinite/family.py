@@ -80,14 +80,15 @@ def net_layers(net: Net):
 
 
 def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
-                     kernels=("nngp", "ntk")) -> Iterator[dict]:
+                     angles: bool = True) -> Iterator[dict]:
     """Eqs. (1)–(3) for every depth in ``depths`` (ascending), in one forward pass.
 
     Args:
       gram: (n1, n2) x·x'/d; n1: (n1, 1) ‖x‖²/d; n2: (1, n2) ‖x'‖²/d;
       gap0: (n1, n2) ½‖x − x'‖²/d ≥ 0, exact for the data (no cancellation).
       depths: sorted depths L ≥ 0; net: ``Net``; layers: trainable layers (set of 0-based
-        indices, None for all, "last" for S = {L} at each depth).
+        indices, None for all, "last" for S = {L} at each depth); angles: carry the gaps
+        (False: kernels only, ``ntk_gap`` None).
 
     Yields per depth a dict with ``depth``, ``nngp``, ``ntk`` (blocks), ``ntk_diag1``,
     ``ntk_diag2`` (the NTK's diagonal for rows and columns) and ``ntk_gap`` (D_Θ).
@@ -97,11 +98,14 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
     last_only = layers == "last"
     member = (lambda k: True) if layers is None or last_only else (lambda k: k in layers)
     wanted = set(depths)
+    # The leaky family needs its (closed-form, cheap) gaps even for kernels alone: its
+    # derivative kernel depends on θ, not on cos θ, near θ = 0.
+    gaps = angles or net.act.is_leaky
     # input layer z¹
     q1, q2 = sw2 * n1 + sb2, sw2 * n2 + sb2
     c, D = sw2 * gram + sb2, sw2 * gap0
     s0 = 1.0 if member(0) else 0.0
-    A, B, C, G = s0 * q1, s0 * q2, s0 * c, s0 * D
+    A, B, C, G = s0 * q1, s0 * q2, s0 * c, (s0 * D if angles else None)
     for L in range(max(depths) + 1):
         if L == 0:
             if 0 in wanted:
@@ -112,14 +116,14 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
             continue
         # z^L is (q, c, D); NTK of z^L is (A, B, C, G). One dual at z^L serves the read-out of
         # depth L and the next hidden step.
-        M, Ds, Md, Dd = duals.dual(net.act, q1, q2, c, D)
+        M, Ds, Md, Dd = duals.dual(net.act, q1, q2, c, D, gaps=gaps)
         P1, Pd1 = duals.diagonal(net.act, q1)
         P2, Pd2 = duals.diagonal(net.act, q2)
         if L in wanted:
             s = 1.0 if (last_only or member(L)) else 0.0
             if last_only:
                 yield _out(L, sw2_out * M + sb2, sw2_out * P1 + sb2, sw2_out * P2 + sb2,
-                           sw2_out * M + sb2, sw2_out * Ds)
+                           sw2_out * M + sb2, None if Ds is None else sw2_out * Ds)
             else:
                 yield _out(L, sw2_out * M + sb2,
                            *_ntk_step(A, B, C, G, sw2_out, sb2, M, Ds, Md, Dd, P1, P2, Pd1,
@@ -129,13 +133,21 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
         s = 1.0 if member(L) else 0.0
         if beta2 is None:
             A, B, C, G = _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2, s)
-            q1, q2, c, D = sw2 * P1 + sb2, sw2 * P2 + sb2, sw2 * M + sb2, sw2 * Ds
+            q1, q2, c = sw2 * P1 + sb2, sw2 * P2 + sb2, sw2 * M + sb2
+            D = _cheap_gap(q1, q2, c) if Ds is None else sw2 * Ds
         else:
             dA, dB, dC, dG = _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2,
                                        s)
-            A, B, C, G = A + beta2 * dA, B + beta2 * dB, C + beta2 * dC, G + beta2 * dG
+            A, B, C = A + beta2 * dA, B + beta2 * dB, C + beta2 * dC
+            G = None if dG is None else G + beta2 * dG
             q1, q2 = q1 + beta2 * (sw2 * P1 + sb2), q2 + beta2 * (sw2 * P2 + sb2)
-            c, D = c + beta2 * (sw2 * M + sb2), D + beta2 * sw2 * Ds
+            c = c + beta2 * (sw2 * M + sb2)
+            D = _cheap_gap(q1, q2, c) if Ds is None else D + beta2 * sw2 * Ds
+
+
+def _cheap_gap(q1, q2, c):
+    """½(q₁ + q₂) − c ≥ 0 for kernels alone (smooth activations depend on c, not on θ)."""
+    return np.maximum(0.5 * (q1 + q2) - c, 0.0)
 
 
 def _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2, s):
@@ -143,6 +155,8 @@ def _ntk_step(A, B, C, G, sw2, sb2, M, Ds, Md, Dd, P1, P2, Pd1, Pd2, s):
     A2 = s * (sw2 * P1 + sb2) + sw2 * Pd1 * A
     B2 = s * (sw2 * P2 + sb2) + sw2 * Pd2 * B
     C2 = s * (sw2 * M + sb2) + sw2 * Md * C
+    if G is None:
+        return A2, B2, C2, None
     G2 = s * sw2 * Ds + sw2 * (0.25 * (Pd1 - Pd2) * (A - B) + 0.5 * (Pd1 + Pd2) * G + Dd * C)
     return A2, B2, C2, G2
 
@@ -155,3 +169,96 @@ def gradient_angle_terms(A, B, C, G):
     """(1 − cos φ, 1 + cos φ) of the NTK block (A, B, C) with Euclidean gap G, eq. (3)."""
     _, um, up, _, _, _ = duals.angle_terms(A, B, C, G)
     return um, up
+
+
+# --- the public entry points' cores (``ntkcond.infinite.kernels`` validates and calls) -------
+
+def resolve_net(activation, w_std, b_std, residual, where: str):
+    """The ``Net`` of a public call, or None for the default bias-free norm-preserving net
+    (``w_std``, ``b_std``, ``residual`` all None or b_std = 0 with a leaky activation), which
+    keeps its own exact route. One clear ValueError/TypeError naming ``where`` otherwise."""
+    from ..activations import parse_activation
+
+    act = parse_activation(activation)
+    vals = {}
+    for name, val, lower, strict in (("w_std", w_std, 0.0, True), ("b_std", b_std, 0.0, False),
+                                     ("residual", residual, 0.0, True)):
+        if val is None:
+            vals[name] = None
+            continue
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, float, np.number)):
+            raise TypeError(f"{where}: expected {name} as a real number, got {val!r}")
+        val = float(val)
+        if not np.isfinite(val) or (val <= lower if strict else val < lower):
+            cmp = ">" if strict else ">="
+            raise ValueError(f"{where}: expected a finite {name} {cmp} 0, got {val!r}")
+        vals[name] = val
+    if vals["w_std"] is None and not act.is_leaky:
+        raise ValueError(
+            f"{where}: activation {act.name!r} is not homogeneous, so there is no "
+            "norm-preserving default; pass w_std (e.g. w_std=1.5) and b_std"
+        )
+    if vals["w_std"] is None and not vals["b_std"] and vals["residual"] is None:
+        return None
+    return Net(act, vals["w_std"], vals["b_std"] or 0.0, vals["residual"])
+
+
+def data_blocks(x1, x2, where: str, arrays: int = 8):
+    """(gram, n1, n2, gap0) of eq. (1)'s input layer from the data: x·x'/d (n1, n2), the rows'
+    ‖x‖²/d as a column and the columns' as a row, and ½‖x − x'‖²/d from the exact input angles
+    of ``ntkcond.infinite.geometry`` (½(‖x‖ − ‖x'‖)²/d + ‖x‖‖x'‖/d·2 sin²(θ₀/2): no
+    cancellation)."""
+    from .._core.checks import as_pair
+    from .geometry import check_scale, normalised_rows, pair_geometry
+
+    angle, cos, scale = pair_geometry(x1, x2, where, arrays)
+    check_scale(scale, where)
+    a1, a2 = as_pair(x1, x2, where)
+    d = a1.shape[1]
+    _, r1 = normalised_rows(a1, where, "x1")
+    r2 = r1 if x2 is None else normalised_rows(a2, where, "x2")[1]
+    dn = (r1[:, None] - r2[None, :]) / np.sqrt(d)
+    gap0 = 0.5 * dn * dn + scale * (2.0 * np.sin(0.5 * angle) ** 2)
+    if x2 is None:
+        np.fill_diagonal(gap0, 0.0)
+    return scale * cos, (r1 * r1 / d)[:, None], (r2 * r2 / d)[None, :], gap0
+
+
+def _check_quadrature(net: Net, blocks, depth: int, where: str):
+    """Quadrature activations: the step-halving check of ``duals.quadrature_check`` on every
+    variance the diagonal recursion reaches up to ``depth``."""
+    if not duals.uses_quadrature(net.act) or depth == 0:
+        return
+    _, n1, n2, _ = blocks
+    n = np.unique(np.concatenate([n1.ravel(), n2.ravel()]))
+    sw2, _, sb2 = net_layers(net)
+    beta2 = None if net.residual is None else net.residual**2
+    q = sw2 * n + sb2
+    seen = [q]
+    try:
+        for _ in range(depth - 1):
+            P, _ = duals.diagonal(net.act, q)
+            q = (sw2 * P + sb2) if beta2 is None else q + beta2 * (sw2 * P + sb2)
+            seen.append(q)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    duals.quadrature_check(net.act, np.concatenate(seen), where)
+
+
+def family_kernels(x1, x2, depths, net: Net, layers, where: str, angles: bool = True):
+    """``family_recursion`` on the data's blocks (quadrature accuracy checked first)."""
+    blocks = data_blocks(x1, x2, where)
+    _check_quadrature(net, blocks, max(depths), where)
+    return family_recursion(*blocks, depths, net, layers, angles)
+
+
+def angles_of(out, same: bool):
+    """Gradient angles φ (radians) of one ``family_recursion`` output, eq. (3)."""
+    from ._recursion import angle_from
+
+    um, up = gradient_angle_terms(out["ntk_diag1"], out["ntk_diag2"], out["ntk"], out["ntk_gap"])
+    phi = angle_from(um, up)
+    phi = np.broadcast_to(phi, out["ntk"].shape).copy()
+    if same:
+        np.fill_diagonal(phi, 0.0)
+    return phi

@@ -35,6 +35,7 @@ from ..activations import parse_activation
 from ..spectrum import argmin_upper
 from ._recursion import angle_from, gradient_recursion
 from .extremes import extreme_pairs, smallest_from_extremes
+from .family import angles_of, family_kernels, resolve_net
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
 __all__ = [
@@ -48,10 +49,18 @@ __all__ = [
 ]
 
 
-def infinite_nngp(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
+_FAMILY_ARGS = """      w_std, b_std, residual: weight std s_w > 0, bias std s_b ≥ 0, residual scale β > 0 of
+        the general net of ``ntkcond.infinite.family`` (eqs. (1)–(2); neural-tangents'
+        ``Dense(W_std=s_w, b_std=s_b)``). All None (default): the bias-free norm-preserving
+        net above, exactly. Activations outside the leaky family need ``w_std``."""
+
+
+def infinite_nngp(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
+                  residual=None) -> np.ndarray:
     """Output NNGP kernel E[f(x) f(x')] at infinite width, eq. (1).
 
-    NNGP = ‖x‖‖x'‖/d · cos g^L(θ₀).
+    NNGP = ‖x‖‖x'‖/d · cos g^L(θ₀); with ``w_std``/``b_std``/``residual``, Σ^{L+1} of
+    ``ntkcond.infinite.family`` eq. (1).
 
     Args:
       x1: (n1, d) inputs; x2: (n2, d), default x1.
@@ -61,15 +70,20 @@ def infinite_nngp(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
     Returns:
       (n1, n2) float64 kernel.
     """
-    act = parse_activation(activation)
+    net = resolve_net(activation, w_std, b_std, residual, "infinite_nngp")
     depth = as_depth(depth, "infinite_nngp")
+    if net is not None:
+        out = next(family_kernels(x1, x2, [depth], net, "last", "infinite_nngp", angles=False))
+        return out["nngp"]
+    act = parse_activation(activation)
     angle, cos, scale = pair_geometry(x1, x2, "infinite_nngp")
     check_scale(scale, "infinite_nngp")
     _, cos_l, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, "last"))
     return scale * cos_l
 
 
-def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all") -> np.ndarray:
+def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
+                 b_std=None, residual=None) -> np.ndarray:
     """Infinite-width NTK Θ(x, x') of the bias-free norm-preserving MLP, eq. (2).
 
     Θ = ‖x‖‖x'‖/d · Σ_{i∈S} cos θ_i Π_{j=i}^{L−1} ġ(θ_j), with S the trainable layers.
@@ -85,16 +99,22 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all")
     Returns:
       (n1, n2) float64 kernel.
     """
-    act = parse_activation(activation)
+    net = resolve_net(activation, w_std, b_std, residual, "infinite_ntk")
     depth = as_depth(depth, "infinite_ntk")
     layers = resolve_trainable(trainable, depth, "infinite_ntk")
+    if net is not None:
+        out = next(family_kernels(x1, x2, [depth], net, set(layers), "infinite_ntk",
+                                  angles=False))
+        return np.array(np.broadcast_to(out["ntk"], out["nngp"].shape))
+    act = parse_activation(activation)
     angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk")
     check_scale(scale, "infinite_ntk")
     _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
     return scale * T
 
 
-def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.ndarray:
+def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
+                        residual=None) -> np.ndarray:
     """Per-layer NTK contributions Θ_i = ‖x‖‖x'‖/d · cos θ_i Π_{j=i}^{L−1} ġ(θ_j).
 
     ``infinite_ntk(..., trainable=S) == infinite_ntk_layers(...)[list(S)].sum(0)``.
@@ -102,8 +122,13 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.nda
     Returns:
       (L + 1, n1, n2) float64; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
     """
-    act = parse_activation(activation)
+    net = resolve_net(activation, w_std, b_std, residual, "infinite_ntk_layers")
     depth = as_depth(depth, "infinite_ntk_layers")
+    if net is not None:
+        layers_out = [next(family_kernels(x1, x2, [depth], net, {i}, "infinite_ntk_layers",
+                                          angles=False)) for i in range(depth + 1)]
+        return np.stack([np.broadcast_to(o["ntk"], o["nngp"].shape) for o in layers_out])
+    act = parse_activation(activation)
     angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
     check_scale(scale, "infinite_ntk_layers")
     out = np.empty((depth + 1,) + angle.shape)
@@ -113,7 +138,8 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu") -> np.nda
     return out
 
 
-def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="all") -> np.ndarray:
+def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
+                    b_std=None, residual=None) -> np.ndarray:
     """Angles φ between infinite-width model gradients ∇_w f(x), ∇_w f(x'), in radians.
 
     Computed from the data with the angle-native recursion (``angles`` eq. (4)), so angles
@@ -130,13 +156,17 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
     Returns:
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
     """
-    return _gradient_angles(x1, x2, depth, activation, trainable, "gradient_angles")
+    net = resolve_net(activation, w_std, b_std, residual, "gradient_angles")
+    return _gradient_angles(x1, x2, depth, activation, trainable, "gradient_angles", net)
 
 
-def _gradient_angles(x1, x2, depth, activation, trainable, where):
-    act = parse_activation(activation)
+def _gradient_angles(x1, x2, depth, activation, trainable, where, net=None):
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
+    if net is not None:
+        return angles_of(next(family_kernels(x1, x2, [depth], net, set(layers), where)),
+                         x2 is None)
+    act = parse_activation(activation)
     angle, cos, _ = pair_geometry(x1, x2, where)
     if act.is_linear:
         return angle
@@ -148,7 +178,8 @@ def _gradient_angles(x1, x2, depth, activation, trainable, where):
 
 
 def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all",
-                            method: str = "pairs") -> tuple[float, int, int]:
+                            method: str = "pairs", w_std=None, b_std=None,
+                            residual=None) -> tuple[float, int, int]:
     """Smallest angle between infinite-width model gradients over all pairs of rows of x.
 
     φ depends on the input angle θ only; where φ_L has no interior minimum between the data's
@@ -156,10 +187,13 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
     is at the closest or the farthest pair, found in GEMM blocks without an n × n matrix
     (``extremes``): ``method="pairs"``, the default. Otherwise, or with
     ``method="recursion"``, φ is computed for every pair (n × n matrix, ``gradient_angles``).
+    The certificate is proved for bias-free, non-residual leaky-family nets (their gradient
+    angles do not depend on w_std); with biases (input norms matter), residual blocks or
+    other activations the recursion is used whatever ``method`` says.
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
-      depth, activation, trainable: as in ``infinite_ntk``.
+      depth, activation, trainable, w_std, b_std, residual: as in ``infinite_ntk``.
       method: "pairs" (default) or "recursion".
 
     Returns:
@@ -172,6 +206,9 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     depth = as_depth(depth, where)
+    net = resolve_net(activation, w_std, b_std, residual, where)
+    if net is not None and not (net.act.is_leaky and not net.b_std and net.residual is None):
+        return argmin_upper(_gradient_angles(x, None, depth, activation, trainable, where, net))
     if method == "pairs":
         parse_activation(activation)
         resolve_trainable(trainable, depth, where)
@@ -198,7 +235,8 @@ class DepthKernel:
     angles: np.ndarray
 
 
-def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[DepthKernel]:
+def depth_sweep(x, depths, *, activation="relu", trainable="all", w_std=None, b_std=None,
+                residual=None) -> Iterator[DepthKernel]:
     """NTKs and gradient angles of one batch for many depths, in one pass of the recursion.
 
     The Gram matrix, the input angles and the layer recursion are shared: the cost of all
@@ -209,12 +247,15 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all") -> Iterator[De
       depths: iterable of depths L ≥ 0 (any order; results come in ascending order).
       activation: as in ``infinite_ntk``.
       trainable: "all", "first", "last", or 0-based indices (valid for every depth).
+      w_std, b_std, residual: as in ``infinite_ntk``.
 
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
-    parse_activation(activation)
-    depths, _ = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
+    net = resolve_net(activation, w_std, b_std, residual, "depth_sweep")
+    depths, layers = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not later
+    if net is not None:
+        return _family_sweep(x, depths, net, layers)
     return sweep_geometry(pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2), depths,
                           activation, trainable)
 
@@ -228,6 +269,12 @@ def sweep_geometry(geometry, depths, activation, trainable) -> Iterator[DepthKer
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")
     check_scale(geometry[2], "depth_sweep")
     return _sweep(geometry, depths, act, layers)
+
+
+def _family_sweep(x, depths, net, layers) -> Iterator[DepthKernel]:
+    runs = family_kernels(x, None, depths, net, layers, "depth_sweep")  # checks run here
+    return (DepthKernel(depth=out["depth"], ntk=np.array(np.broadcast_to(
+        out["ntk"], out["nngp"].shape)), angles=angles_of(out, True)) for out in runs)
 
 
 def _sweep(geometry, depths, act, layers) -> Iterator[DepthKernel]:
