@@ -38,6 +38,8 @@ def build_parser():
     p.add_argument("--b-stds", type=float, nargs="+", default=[0.0, 0.1], help="bias stds")
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512], help="widths")
     p.add_argument("--seeds", type=positive_int, default=5, help="finite width: nets per depth")
+    p.add_argument("--finite-activations", nargs="+", default=None,
+                   help="activations also run at the finite widths (default: all)")
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--out", default=os.path.join("runs", PROG), help="study directory")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -52,6 +54,7 @@ def run(args):
                            deep_depths=parse_depths(args.deep_depths),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),
                            widths=args.width, seeds=args.seeds, seed=args.seed,
+                           finite_activations=args.finite_activations,
                            progress=not args.no_progress)
     with open(res.markdown, encoding="utf-8") as f:
         print(f.read())

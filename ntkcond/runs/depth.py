@@ -297,12 +297,22 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
     workers = (blas_threads() if workers is None
                else as_count(workers, "workers", "measure_finite_batch"))
     batch = BatchNTK(x)
+    general = {}  # (seed, depth, width) -> weights of the nets with options (GeneralMLP)
 
     def task(act, seed, depth):
         def prepare():
             start = time.perf_counter()
             net = make_net(depth, width, act)
-            params, _ = nets.get(net, seed, x.shape[1])
+            if opts:  # a GeneralMLP: weights and biases drawn once per (seed, depth)
+                key = (seed, depth, width)
+                if key not in general:
+                    import jax
+
+                    general[key] = [np.asarray(w, np.float64) for w in
+                                    net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=np.float64)]
+                params = general[key]
+            else:
+                params, _ = nets.get(net, seed, x.shape[1])
             drawn = time.perf_counter() - start
 
             def work():
@@ -362,16 +372,19 @@ def library_options(fn, opts: dict, where: str) -> dict:
 
 def _finite_kernel(batch, net, params, trainable) -> np.ndarray:
     """The float64 kernel of ``iter_finite_batch``: ``BatchNTK`` for NumPy weights (the CPU),
-    ``empirical_ntk`` in jax (scoped x64) for weights on an accelerator."""
-    if all(isinstance(w, np.ndarray) for w in params):
+    ``empirical_ntk`` in jax (scoped x64) for weights on an accelerator and for the nets with
+    weight/bias stds or residual blocks (``GeneralMLP``: its structured NumPy route)."""
+    from ..finite.models import MLP
+
+    if isinstance(net, MLP) and all(isinstance(w, np.ndarray) for w in params):
         return batch.kernel(net, params, trainable)
     import jax.numpy as jnp
 
     from ..finite.empirical import empirical_ntk
 
     with x64():
-        return np.asarray(empirical_ntk(net, params, jnp.asarray(batch.x, jnp.float64),
-                                        trainable=trainable), np.float64)
+        xs = batch.x if all(isinstance(w, np.ndarray) for w in params) else jnp.asarray(batch.x, jnp.float64)
+        return np.asarray(empirical_ntk(net, params, xs, trainable=trainable), np.float64)
 
 
 def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
