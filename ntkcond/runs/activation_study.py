@@ -37,7 +37,7 @@ from .cond_vs_depth import cond_vs_depth
 from .tables import write_csv
 
 __all__ = ["ACTIVATIONS", "B_STDS", "SMOOTH_W_STD", "study_w_std", "StudyResult",
-           "activation_study", "format_markdown", "plot_study"]
+           "activation_study", "gather", "read_rows", "format_markdown", "plot_study"]
 
 ACTIVATIONS = ("relu", "abs", "leaky:-0.5", "leaky:0.2", "erf", "gelu", "tanh")
 B_STDS = (0.0, 0.1)
@@ -143,6 +143,36 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
     atomic_write(path_md, md)
     figure = plot_study(rows, os.path.join(out, "study.png"), title=title)
     return StudyResult(rows=tuple(rows), csv=path_csv, markdown=path_md, figure=figure)
+
+
+def gather(out: str) -> list[dict]:
+    """The study's rows from the finished run directories under ``out`` (their config.json
+    and summary.csv; nothing is computed), sorted as ``activation_study`` sorts them."""
+    import json
+
+    rows = []
+    for name in sorted(os.listdir(out)):
+        config, summary = (os.path.join(out, name, f) for f in ("config.json", "summary.csv"))
+        if not (os.path.exists(config) and os.path.exists(summary)):
+            continue
+        with open(config, encoding="utf-8") as f:
+            cfg = json.load(f)
+        with open(summary, newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                row = {"activation": r["activation"], "b_std": float(cfg.get("b_std", 0.0)),
+                       "w_std": ("norm-preserving" if "w_std" not in cfg
+                                 else f"{cfg['w_std']:.6g}")}
+                for k, v in r.items():
+                    if k == "activation":
+                        continue
+                    row[k] = (int(v) if k in ("depth", "count", "rank_min") else
+                              float(v) if k.startswith(("kappa_eff_", "min_grad_angle_deg_"))
+                              else v)
+                rows.append(row)
+    order = {a: i for i, a in enumerate(parse_activation(a).name for a in ACTIVATIONS)}
+    rows.sort(key=lambda r: (r["b_std"], order.get(r["activation"], 99), r["width"] != "inf",
+                             str(r["width"]), r["depth"]))
+    return rows
 
 
 def read_rows(path: str) -> list[dict]:
