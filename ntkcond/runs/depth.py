@@ -35,7 +35,7 @@ from ..spectrum import argmin_upper, conditioning, pairwise_angles
 
 __all__ = ["RECORD_KEYS", "NET_KEYS", "net_options", "spectrum_record", "iter_infinite_batch", "iter_finite_batch",
            "measure_infinite_batch", "measure_finite_batch", "infinite_sweep", "family_sweep",
-           "finite_net_factory", "library_options"]
+           "finite_net_factory", "library_options", "geometry_arrays"]
 
 RECORD_KEYS = (
     "dataset",
@@ -175,7 +175,7 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
     geometry = pair_geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
-    min_input = math.degrees(argmin_upper(geometry[0])[0])
+    min_input = math.degrees(argmin_upper(geometry_arrays(geometry)[0])[0])
     for act in acts:
         for item in infinite_sweep(geometry, depths, act, trainable, opts):
             rec = dict(meta)
@@ -215,6 +215,16 @@ def infinite_sweep(geometry, depths, act, trainable, opts: dict):
     return family_sweep(geometry, depths, act, trainable, **opts)
 
 
+def geometry_arrays(geometry):
+    """(θ₀, cos θ₀, ‖x‖‖x'‖/d, ‖x‖/√d of the rows) of ``pair_geometry(x, None)``, whether it
+    is the (θ₀, cos θ₀, scale) triple or a ``PairGeometry`` (angle, cos, norms, d)."""
+    if hasattr(geometry, "angle"):
+        scale = geometry.scale()
+        return geometry.angle, geometry.cos, scale, geometry.norms1 / math.sqrt(geometry.d)
+    angle, cos, scale = geometry
+    return angle, cos, scale, np.sqrt(np.diag(scale))
+
+
 def family_sweep(geometry, depths, act, trainable, w_std=None, b_std=0.0, residual=None):
     """NTKs and gradient angles of ``ntkcond.infinite.family.family_recursion`` (weights,
     biases, residual blocks) from ``pair_geometry``'s (θ₀, cos θ₀, ‖x‖‖x'‖/d), one pass for all
@@ -230,9 +240,8 @@ def family_sweep(geometry, depths, act, trainable, w_std=None, b_std=0.0, residu
     from ..infinite.family import Net, family_recursion, gradient_angle_terms
 
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")
-    angle, cos, scale = geometry
-    r2 = np.diag(scale).copy()
-    r = np.sqrt(r2)
+    angle, cos, scale, r = geometry_arrays(geometry)
+    r2 = r * r
     gap0 = 0.5 * np.subtract.outer(r, r) ** 2 + 2.0 * scale * np.sin(0.5 * angle) ** 2
     net = Net(act, w_std=w_std, b_std=b_std, residual=residual)
     for out in family_recursion(scale * cos, r2[:, None], r2[None, :], gap0, depths, net, layers):
