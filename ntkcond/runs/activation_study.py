@@ -118,6 +118,8 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
             plan = [(["inf"], sorted(set(depths) | (set() if quad else set(deep_depths))))]
             if quad:
                 plan = [(["inf"], [L for L in sorted(set(depths)) if L <= quadrature_depth])]
+            if "inf" not in widths:
+                plan = []
             if finite:
                 plan.append((finite, sorted(set(depths))))
             for ws, ds_depths in plan:
