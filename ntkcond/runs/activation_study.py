@@ -127,7 +127,7 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
                 sweep = cond_vs_depth(
                     ds, out=os.path.join(out, f"{run_name(act.name, b_std)}_{tag}"), batch=batch,
                     depths=ds_depths, activations=[act.name], widths=ws, seeds=seeds,
-                    seed=seed, max_batches=quadrature_batches if quad else max_batches,
+                    seed=seed, max_batches=quadrature_batches if quad and ws == ["inf"] else max_batches,
                     resume=resume and os.path.exists(os.path.join(
                         out, f"{run_name(act.name, b_std)}_{tag}", "config.json")),
                     progress=progress, w_std=opts.get("w_std"), b_std=b_std)
