@@ -19,9 +19,10 @@ The nets (NTK parameterisation, all layers trained; ``ntkcond.infinite.family``)
   1.5² E[erf(z)²] = 1.05, GELU 0.96, tanh 0.89), s_b = b_std.
 
 ``study_w_std`` gives the rule. Activations whose dual needs the trapezoid quadrature of
-``ntkcond.infinite.duals`` (tanh; GELU's small gaps) cost ~100× a closed form per layer at
-n = 512 on a CPU, so the study can cap their depth and batch count (``quadrature_depth``,
-``quadrature_batches``) and says so in the table.
+``ntkcond.infinite.duals`` for every pair (tanh) cost ~500× a closed form per layer on a CPU
+(``benchmarks/results/bench_infinite_sweep.md``), so the study caps their depth and batch
+count at infinite width (``quadrature_depth``, ``quadrature_batches``) or runs them at finite
+width only (``widths`` without "inf"), and says so in the table.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ from .cond_vs_depth import cond_vs_depth
 from .tables import write_csv
 
 __all__ = ["ACTIVATIONS", "B_STDS", "SMOOTH_W_STD", "study_w_std", "StudyResult",
-           "activation_study", "gather", "read_rows", "format_markdown", "plot_study"]
+           "activation_study", "gather", "read_rows", "format_markdown", "compact_table",
+           "plot_study"]
 
 ACTIVATIONS = ("relu", "abs", "leaky:-0.5", "leaky:0.2", "erf", "gelu", "tanh")
 B_STDS = (0.0, 0.1)
@@ -55,9 +57,11 @@ def study_w_std(activation, b_std: float):
 
 
 def _is_quadrature(act) -> bool:
+    """True where every pair's dual needs the trapezoid quadrature (tanh, softplus, SiLU,
+    callables); GELU's closed form needs it only for its small gaps."""
     from ..infinite.duals import uses_quadrature
 
-    return uses_quadrature(act) or act.name == "gelu"
+    return uses_quadrature(act)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +214,24 @@ def format_markdown(rows, *, title: str, depths=(0, 1, 3, 10, 100)) -> str:
     lines += ["", "Medians over batches (× 5 seeds at finite width); count = kernels per cell. "
               "Blank: not computed (quadrature activations to depth 10 at infinite width; "
               "finite width to depth 10)."]
+    return "\n".join(lines) + "\n"
+
+
+def compact_table(rows, *, depths=(1, 3, 10), deep=100, field="kappa_eff") -> str:
+    """One Markdown line per (activation, b_std): the median ``field`` at width ∞ for
+    ``depths`` and ``deep``, then at the finite width for ``depths`` (blank: not run)."""
+    finite = sorted({str(r["width"]) for r in rows} - {"inf"})
+    index = {(r["activation"], r["b_std"], str(r["width"]), r["depth"]): r for r in rows}
+    keys = list(dict.fromkeys((r["activation"], r["b_std"]) for r in rows))
+    head = (["activation", "b_std"] + [f"∞, L={L}" for L in (*depths, deep)]
+            + [f"{w}, L={L}" for w in finite for L in depths])
+    fmt = (lambda v: f"{v:.3g}") if field == "kappa_eff" else (lambda v: f"{v:.1f}")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for a, b in keys:
+        cells = [index.get((a, b, "inf", L)) for L in (*depths, deep)]
+        cells += [index.get((a, b, w, L)) for w in finite for L in depths]
+        lines.append("| " + " | ".join([a, f"{b:g}"] + [
+            "" if c is None else fmt(c[f"{field}_median"]) for c in cells]) + " |")
     return "\n".join(lines) + "\n"
 
 
