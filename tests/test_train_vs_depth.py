@@ -236,3 +236,25 @@ def test_script_killed_and_resumed(tmp_path, capsys, monkeypatch):
     for r in resumed:  # deterministic: the same nets, the same counts
         for field in ("steps", "predicted_steps", "kappa_eff", "rel_loss_at_stop"):
             assert r[field] == by_key[key(r)][field], field
+
+
+def test_network_options_reach_the_records(tmp_path):
+    """w_std/b_std (issue 21): the infinite-width prediction of a biased erf net, kept in
+    config.json and every record; the default run has none of them."""
+    ds = datasets.load("digits")
+    sweep = tvd.train_vs_depth(ds, out=str(tmp_path / "run"), n=16, depths=[1, 2],
+                               activations=["erf", "relu"], widths=["inf"], w_std=1.5,
+                               b_std=0.1, progress=False)
+    assert all(r["w_std"] == 1.5 and r["b_std"] == 0.1 and "residual" not in r
+               for r in sweep.records)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["w_std"] == 1.5 and config["b_std"] == 0.1
+    plain = tvd.train_vs_depth(ds, out=str(tmp_path / "plain"), n=16, depths=[1],
+                               activations=["relu"], widths=["inf"], progress=False)
+    assert not {"w_std", "b_std", "residual"} & set(plain.records[0])
+    # biases change the kernel: κ of the biased ReLU net differs from the plain one's
+    biased = next(r for r in sweep.records if r["activation"] == "relu" and r["depth"] == 1)
+    assert abs(biased["kappa_eff"] / plain.records[0]["kappa_eff"] - 1) > 1e-3
+    with pytest.raises(ValueError, match="train_vs_depth: expected w_std for the activation 'erf'"):
+        tvd.train_vs_depth(ds, out=str(tmp_path / "bad"), n=16, depths=[1], activations=["erf"],
+                           widths=["inf"], progress=False)
