@@ -53,7 +53,8 @@ def main(argv=None) -> int:
     p.add_argument("--depths", type=int, default=10, help="depths 0..DEPTHS")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--out", default=None, help="write the Markdown result here")
-    p.add_argument("--family", nargs="+", default=None, help="activations to time beside ReLU")
+    p.add_argument("--family", nargs="*", default=None,
+                   help="activations to time beside ReLU (alone: relu erf sin gelu tanh)")
     p.add_argument("--w-std", type=float, default=1.5, help="--family: s_w of smooth nets")
     p.add_argument("--b-std", type=float, default=0.0, help="--family: s_b of smooth nets")
     p.add_argument("--quadrature-repeats", type=int, default=1,
@@ -61,7 +62,8 @@ def main(argv=None) -> int:
     p.add_argument("--profile", action="store_true", help="--family: profile quadrature ones")
     args = p.parse_args(argv)
     x, source = batch(args.n, args.d)
-    if args.family:
+    if args.family is not None:
+        args.family = args.family or ["relu", "erf", "sin", "gelu", "tanh"]
         text = family_table(x, source, args)
         print(text)
         if args.out:

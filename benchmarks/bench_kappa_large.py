@@ -96,13 +96,13 @@ elif route.startswith("matrix-free"):
                converged=c.converged, pass_seconds=c.seconds_per_pass, sketch=c.sketch,
                k=c.block_size, cache_bytes=c.cache_bytes, cached_fraction=c.cached_fraction)
 else:  # single passes: k + top = 68 columns, as the default LOBPCG passes carry
-    xh, norms, d, act, depths, layers, block = prepare(x, [{depth}], "relu", "all", 512, "pass")
-    op = KernelOperator(xh, norms, d, act, {depth}, layers, block, workers)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, [{depth}], "relu", "all", 512, "pass")
+    op = KernelOperator(xh, norms, d, act, {depth}, layers, block, workers, 0, x)
     V = np.random.default_rng(0).standard_normal((x.shape[0], 68))
     ts = []
     for _ in range(2):
         s = time.perf_counter(); op(V); ts.append(time.perf_counter() - s)
-    cached = KernelOperator(xh, norms, d, act, {depth}, layers, block, workers, 1 << 62)
+    cached = KernelOperator(xh, norms, d, act, {depth}, layers, block, workers, 1 << 62, x)
     cached(V)  # computes and keeps every tile
     tc = []
     for _ in range(3):
@@ -115,7 +115,7 @@ if route.startswith("matrix-free") or route == "pass":
     # the elementwise half of a pass's floor: one off-diagonal 512 × 512 tile at one BLAS
     # thread, its Gram GEMM's time taken off, per entry, × n(n+1)/2 entries / workers
     h = min(512, x.shape[0] // 2)
-    xh, norms, d, act, depths, layers, _ = prepare(x[:2 * h], [{depth}], "relu", "all", h, "pass")
+    _, xh, norms, d, act, depths, layers, _ = prepare(x[:2 * h], [{depth}], "relu", "all", h, "pass")
     with single_threaded_blas():
         tile = med(lambda: kernel_tile(xh, norms, d, 0, h, h, 2 * h, act, depths, layers), 5)
         gram = med(lambda: xh[:h] @ xh[h:2 * h].T, 5)

@@ -40,11 +40,19 @@ from .infinite import (
     infinite_ntk as infinite_ntk,
     infinite_ntk_layers as infinite_ntk_layers,
     input_angles as input_angles,
+    nngp_power_series as nngp_power_series,
+    ntk_power_series as ntk_power_series,
+    PowerSeries as PowerSeries,
     smallest_gradient_angle as smallest_gradient_angle,
 )
 from .optimization import ntk_gd_loss as ntk_gd_loss, steps_to_loss as steps_to_loss
 from .scale import (
+    ConditionBounds as ConditionBounds,
     InsufficientMemoryError as InsufficientMemoryError,
+    LambdaMinBound as LambdaMinBound,
+    condition_number_bounds as condition_number_bounds,
+    data_separation as data_separation,
+    lambda_min_lower_bound as lambda_min_lower_bound,
     MatrixFreeConditioning as MatrixFreeConditioning,
     SmallestAngle as SmallestAngle,
     StreamingAngles as StreamingAngles,
@@ -88,6 +96,9 @@ __all__ = [
     "infinite_ntk_layers",
     "input_angles",
     "smallest_gradient_angle",
+    "ntk_power_series",
+    "nngp_power_series",
+    "PowerSeries",
     # finite width
     "MLP",
     "mlp",
@@ -113,6 +124,12 @@ __all__ = [
     "StreamingAngles",
     "SmallestAngle",
     "device_mesh",
+    # certified bounds (power series, Gershgorin, Prop 4.1) in GEMM time
+    "condition_number_bounds",
+    "ConditionBounds",
+    "data_separation",
+    "lambda_min_lower_bound",
+    "LambdaMinBound",
     # data
     "datasets",
 ]

@@ -41,6 +41,9 @@ __all__ = [
     "parse_activation",
     "norm_preserving_scale",
     "require_leaky",
+    "parse_unit_slope",
+    "Net",
+    "resolve_net",
 ]
 
 
@@ -207,6 +210,15 @@ class SmoothActivation:
     is_linear = False
 
     @property
+    def slope(self) -> float:
+        """Not defined: raises ValueError for the routes of the leaky family only."""
+        raise ValueError(
+            f"activation {self.name!r} is not of the leaky family (no slope): this route takes "
+            "relu, linear, abs or leaky:<alpha>; the general net (w_std=, b_std=) of "
+            "ntkcond.infinite_ntk and the functions that take w_std covers it"
+        )
+
+    @property
     def scale(self) -> float:
         raise ValueError(
             f"activation {self.name!r} is not homogeneous: no norm-preserving scale exists; "
@@ -253,6 +265,15 @@ class CallableActivation:
 
     is_leaky = False
     is_linear = False
+
+    @property
+    def slope(self) -> float:
+        """Not defined: raises ValueError for the routes of the leaky family only."""
+        raise ValueError(
+            f"activation {self.name!r} is not of the leaky family (no slope): this route takes "
+            "relu, linear, abs or leaky:<alpha>; the general net (w_std=, b_std=) of "
+            "ntkcond.infinite_ntk and the functions that take w_std covers it"
+        )
 
     @property
     def scale(self) -> float:
@@ -338,9 +359,11 @@ def _check_callable(fn, name):
     each = call("f(z[i:i+1])", lambda: jax.vmap(lambda t: fn(t.reshape(1)).reshape(-1)[0])(zs_()))
     mat = call("f(z[:, None] * ones(3))", lambda: fn(zs_().reshape(-1, 1) * jnp.ones((1, 3))))
     scale = np.maximum(np.abs(np.nan_to_num(whole)), 1.0)
-    if (whole.shape != grid.shape or mat.shape != (grid.size, 3)
-            or not np.all(np.abs(each - whole) <= 1e-12 * scale)
-            or not np.all(np.abs(mat - whole[:, None]) <= 1e-12 * scale[:, None])):
+    with np.errstate(invalid="ignore"):
+        mismatch = (whole.shape != grid.shape or mat.shape != (grid.size, 3)
+                    or not np.all(np.abs(each - whole) <= 1e-12 * scale)
+                    or not np.all(np.abs(mat - whole[:, None]) <= 1e-12 * scale[:, None]))
+    if mismatch:
         if np.all(np.isfinite(whole)) or whole.shape != grid.shape:
             raise ValueError(
                 f"parse_activation: the callable {name!r} is not elementwise (f of a vector "
@@ -435,6 +458,21 @@ def norm_preserving_scale(activation) -> float:
     return act.scale
 
 
+def parse_unit_slope(activation, where: str = "parse_activation"):
+    """``parse_activation`` restricted to leaky slopes α ∈ [0, 1] (ReLU … linear): the range
+    of the bias-free theory of Zhang, Saxe & Latham (arXiv 2406.12615)."""
+    try:
+        act = parse_activation(activation)
+    except ValueError as err:
+        if "slope in [-1, 1]" not in str(err):
+            raise
+        raise ValueError(f"{where}: expected a leaky-ReLU slope in [0, 1], got "
+                         f"{activation!r}") from None
+    if not act.is_leaky or not 0.0 <= act.slope <= 1.0:
+        raise ValueError(f"{where}: expected a leaky-ReLU slope in [0, 1], got {act.name!r}")
+    return act
+
+
 def require_leaky(act, where: str):
     """``act`` if it is of the leaky family, else a ValueError naming ``where``: for routes
     that exist only for bias-free leaky nets (closed-form angle maps, finite sweeps)."""
@@ -444,3 +482,68 @@ def require_leaky(act, where: str):
             "(the general recursion); this route takes relu, linear, abs or leaky:<alpha>"
         )
     return act
+
+
+@dataclasses.dataclass(frozen=True)
+class Net:
+    """A network of ``ntkcond.infinite.family`` eqs. (1)–(2): activation, weight and bias
+    stds, residual scale (``resolve_net`` builds it from a public call's arguments).
+
+    ``w_std=None`` is the norm-preserving bias-free net of ``ntkcond.infinite.kernels``
+    (hidden layers s_w² = c = 2/(1 + α²), read-out 1; leaky family only).
+
+    Attributes:
+      act: parsed activation; w_std: s_w > 0 or None; b_std: s_b ≥ 0; residual: β > 0 or None.
+    """
+
+    act: object
+    w_std: float | None = None
+    b_std: float = 0.0
+    residual: float | None = None
+
+    #: Engines' shortcuts for linear bias-free nets never apply to a general net.
+    is_linear = False
+
+    @property
+    def name(self) -> str:
+        """e.g. ``erf,w_std=1.5,b_std=0.1`` (``residual=β`` appended when set)."""
+        parts = [self.act.name]
+        if self.w_std is not None:
+            parts.append(f"w_std={self.w_std:g}")
+        if self.b_std:
+            parts.append(f"b_std={self.b_std:g}")
+        if self.residual is not None:
+            parts.append(f"residual={self.residual:g}")
+        return ",".join(parts)
+
+    def __repr__(self) -> str:
+        return (f"Net({self.act.name}, w_std={self.w_std}, b_std={self.b_std}, "
+                f"residual={self.residual})")
+
+
+def resolve_net(activation, w_std, b_std, residual, where: str):
+    """The ``Net`` of a public call, or None for the default bias-free norm-preserving net
+    (``w_std``, ``b_std``, ``residual`` all None or b_std = 0 with a leaky activation), which
+    keeps its own exact route. One clear ValueError/TypeError naming ``where`` otherwise."""
+    act = parse_activation(activation)
+    vals = {}
+    for name, val, lower, strict in (("w_std", w_std, 0.0, True), ("b_std", b_std, 0.0, False),
+                                     ("residual", residual, 0.0, True)):
+        if val is None:
+            vals[name] = None
+            continue
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, float, np.number)):
+            raise TypeError(f"{where}: expected {name} as a real number, got {val!r}")
+        val = float(val)
+        if not np.isfinite(val) or (val <= lower if strict else val < lower):
+            cmp = ">" if strict else ">="
+            raise ValueError(f"{where}: expected a finite {name} {cmp} 0, got {val!r}")
+        vals[name] = val
+    if vals["w_std"] is None and not act.is_leaky:
+        raise ValueError(
+            f"{where}: activation {act.name!r} is not homogeneous, so there is no "
+            "norm-preserving default; pass w_std (e.g. w_std=1.5) and b_std"
+        )
+    if vals["w_std"] is None and not vals["b_std"] and vals["residual"] is None:
+        return None
+    return Net(act, vals["w_std"], vals["b_std"] or 0.0, vals["residual"])

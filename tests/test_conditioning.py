@@ -17,9 +17,19 @@ def test_blockwise_kernel_equals_dense_kernel(digits):
     x = digits[:150]
     kernels = blockwise_ntk(x, depths=[0, 2, 5], block=40)  # 150 = 3·40 + 30: ragged blocks
     for L, K in kernels.items():
-        # Same formula entry for entry; only the Gram products are blocked (≤ 1e-15 relative).
+        # Same geometry and recursion entry for entry; only the Gram products are blocked
+        # (their rounding: ≤ 1e-15 relative).
         np.testing.assert_allclose(K, infinite_ntk(x, depth=L), rtol=1e-13, atol=1e-15)
         assert np.array_equal(K, K.T)
+
+
+@pytest.mark.parametrize("activation", ["relu", "linear", ("leaky_relu", 0.1)])
+def test_blockwise_kernel_is_infinite_ntk_bit_for_bit(digits, activation):
+    # One tile (n ≤ block): the same Gram product, geometry and recursion as infinite_ntk.
+    x = digits[:300]
+    kernels = blockwise_ntk(x, depths=[1, 3, 10], activation=activation, backend="numpy")
+    for L, K in kernels.items():
+        assert np.array_equal(K, infinite_ntk(x, depth=L, activation=activation))
 
 
 @pytest.mark.parametrize("activation", ["relu", "linear"])

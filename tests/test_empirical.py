@@ -225,3 +225,26 @@ def test_bad_inputs_name_the_shapes():
         ntkcond.empirical_ntk(net, params, data(1), block_size=0)
     with pytest.raises(ValueError, match="seeds"):
         ntkcond.monte_carlo_ntk(net, data(1), seeds=0)
+
+
+@pytest.mark.parametrize("activation", ["relu", "linear", ("leaky_relu", 0.2)])
+@pytest.mark.parametrize("trainable", ["all", "first", [1, 2]])
+def test_in_place_numpy_route_is_the_feature_route_bit_for_bit(activation, trainable):
+    # empirical_ntk(x) runs numpy_self_ntk (in place; also BatchNTK's kernel); the feature
+    # route (_features + _contract) is what x1 != x2 and the jax route run: the same float64
+    # operations in the same order, so the same bits.
+    from ntkcond.finite import empirical as emp
+
+    x = np.random.default_rng(0).standard_normal((40, 7))
+    net = ntkcond.mlp(2, 16, activation)
+    with x64():
+        import jax
+
+        params = [np.asarray(w) for w in net.init(jax.random.PRNGKey(1), 7, "float64")]
+    layers = resolve_trainable(trainable, net.depth)
+    slope = net.activation.slope
+    f = emp._features(params, x, slope, layers[0], np)
+    ref = emp._contract(f, f, layers, False, np)
+    scales = emp._layer_factors(params, slope)
+    a0 = scales[0] * x
+    assert np.array_equal(emp.numpy_self_ntk(a0, a0 @ a0.T, params, scales, slope, layers), ref)

@@ -234,3 +234,45 @@ def _quiet():
             yield
 
     return ctx()
+
+
+@pytest.mark.parametrize("kw", [dict(activation="erf", w_std=1.5, b_std=0.1),
+                                dict(activation="relu", w_std=1.2, b_std=0.2, residual=0.5),
+                                dict(activation="tanh", w_std=1.5, b_std=0.1)])
+def test_scale_engines_run_the_same_recursion(kw):
+    # blockwise_ntk / exact_conditioning / matrix_free_conditioning tile the same
+    # family_state: equal to infinite_ntk to the rounding of the blocked Gram products
+    # (tanh: 1e-13, its Mehler series is truncated per tile at 1e-14 of the diagonal).
+    x = _synthetic(40, 9, 7)
+    B = ntkcond.blockwise_ntk(x, depths=[1, 3], block=16, **kw)
+    tol = 1e-13 if kw["activation"] == "tanh" else 1e-14
+    for L in (1, 3):
+        K = ntkcond.infinite_ntk(x, depth=L, **kw)
+        assert np.max(np.abs(B[L] - K)) <= tol * np.max(K)
+    ev = np.linalg.eigvalsh(ntkcond.infinite_ntk(x, depth=3, **kw))
+    exact = ntkcond.exact_conditioning(x, depths=[3], block=16, **kw)[3]
+    assert exact.kappa_eff == pytest.approx(ev[-1] / ev[0], rel=1e-10, abs=0)
+    mf = ntkcond.matrix_free_conditioning(x, depth=3, block=16, **kw)
+    assert mf.kappa_eff == pytest.approx(ev[-1] / ev[0], rel=1e-8, abs=0)
+    with pytest.raises(ValueError, match="blockwise_ntk: .*backend 'numpy' only"):
+        ntkcond.blockwise_ntk(x, depths=[1], backend="jax", **kw)
+
+
+@pytest.mark.parametrize("method", ["pairs", "recursion"])
+def test_streaming_smallest_angles_general_nets(method):
+    # No unimodality certificate with biases: the general nets' targets go through the
+    # recursion (listed in ``fallback`` by the pairs route) and equal smallest_gradient_angle.
+    x = _synthetic(50, 9, 0)
+    x[7] = x[3] + 1e-7 * _synthetic(1, 9, 1)[0]
+    r = ntkcond.streaming_smallest_angles(x, depths=[1, 3], activations=("erf", "relu"),
+                                          w_std=1.5, b_std=0.1, block=16, method=method)
+    for item in r.results:
+        act = item.activation.split(",")[0]
+        assert item.activation == f"{act},w_std=1.5,b_std=0.1"
+        want = ntkcond.smallest_gradient_angle(x, depth=item.depth, activation=act, w_std=1.5,
+                                               b_std=0.1)
+        assert (item.angle, *item.pair) == want
+    assert len(r.fallback) == (4 if method == "pairs" else 0)
+    with pytest.raises(ValueError, match="backend 'numpy' only"):
+        ntkcond.streaming_smallest_angles(x, depths=[1], activations=("erf",), w_std=1.5,
+                                          backend="jax")

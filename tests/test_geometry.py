@@ -103,13 +103,13 @@ def test_multiples_are_exactly_parallel():
 def test_only_the_refined_pairs_take_the_exact_route(monkeypatch, digits_batch):
     # The cost stays that of the Gram route unless pairs are within 0.1 rad of 0 or π.
     seen = []
-    original = geometry.exact_angles
+    original = geometry.exact_angles_near
 
     def spy(x1, x2, rows, cols):
         seen.append(len(rows))
         return original(x1, x2, rows, cols)
 
-    monkeypatch.setattr(geometry, "exact_angles", spy)
+    monkeypatch.setattr(geometry, "exact_angles_near", spy)
     x = digits_batch[:60].copy()
     A = input_angles(x)
     assert A[~np.eye(60, dtype=bool)].min() > 0.1 and seen == []

@@ -13,6 +13,8 @@ from ntkcond.papers.liu_hui.claim_kit import real_image_sets
 from ntkcond.papers.liu_hui import analytic_claims as CA
 from ntkcond.papers.liu_hui import finite_claims as CF
 from ntkcond.papers.liu_hui import prop41
+from ntkcond.papers.liu_hui import bounds_claims as CB
+from ntkcond.papers.liu_hui import quadrature as Q
 from ntkcond import infinite_ntk, lambda_min_upper_bound
 from conftest import load_script
 
@@ -33,7 +35,7 @@ def test_fast_mode_verdicts_and_report(tmp_path):
     elapsed = time.perf_counter() - start
     verdicts = {c.id: c.status for c in claims}
     assert set(verdicts) >= {"1", "2", "3a", "3b", "4", "5", "6", "7a", "7b", "8", "9a", "9b", "10",
-                             "11", "12"}
+                             "11", "12", "13", "14"}
     # 3b needs neural-tangents: SKIPPED (never dropped) without it, checked with it.
     assert verdicts["3b"] == ("PASS" if _neural_tangents_importable() else "SKIPPED")
     assert all(c.passed == (c.status == "PASS") for c in claims)
@@ -165,3 +167,128 @@ def test_planted_errors_turn_pass_into_fail(planted):
     broken = check(formulas=_perturbed(**change), fast=True)
     broken = [c for c in (broken if isinstance(broken, list) else [broken]) if c.id == pick]
     assert len(broken) == 1 and not broken[0].passed
+
+
+# ------------------------------------------------------------------------------------------
+# A 1% error (relative; 1e-3 rad for angles) in the formula each claim checks must FAIL it
+# (issue 25). Claim 9b is the paper's statement read unconditionally and FAILs as it is (a
+# counterexample, not a tolerance), and claim 11 tests no closed form: neither is listed.
+# ------------------------------------------------------------------------------------------
+
+def _off_diagonal(K, factor):
+    # off-diagonal entries scaled by factor < 1: (1 − f)·diag(K) + f·K stays PSD, κ moves by ~1%
+    K = np.array(K, dtype=np.float64)
+    return K * (factor + (1.0 - factor) * np.eye(K.shape[0]))
+
+
+def _kernel_off_by(factor):
+    return lambda x, depth, activation="relu", trainable="all": _off_diagonal(
+        infinite_ntk(x, depth=depth, activation=activation, trainable=trainable), factor)
+
+
+def _series_scaled(coef=1.0, tail=1.0):
+    from ntkcond import ntk_power_series
+
+    def f(depth, activation="relu", *, order, trainable="all"):
+        s = ntk_power_series(depth, activation, order=order, trainable=trainable)
+        return dataclasses.replace(s, coefficients=s.coefficients * coef, tail=s.tail * tail)
+    return f
+
+
+def _bounds_scaled(lower=1.0, upper=1.0):
+    from ntkcond import condition_number_bounds
+
+    def f(x, **kw):
+        b = condition_number_bounds(x, **kw)
+        return dataclasses.replace(b, lower=b.lower * lower, upper=b.upper * upper)
+    return f
+
+
+ONE_PERCENT = {
+    "1": (CF.check_one_layer_angle, dict(angle_map=lambda t, a="relu": A.angle_map(t, a) * 1.01)),
+    "2": (CF.check_derivative_kernel,
+          dict(derivative_factor=lambda t, a="relu": A.derivative_factor(t, a) * 1.01)),
+    "3a": (CF.check_gradient_angle, dict(gradient_angle=lambda t, L, a="relu", trainable="all":
+                                         A.gradient_angle(t, L, a, trainable) * 1.01)),
+    "3b": (CF.check_gradient_angle_nt, dict(gradient_angle=lambda t, L, a="relu", trainable="all":
+                                            A.gradient_angle(t, L, a, trainable) * 1.01)),
+    "4": (CA.check_small_angle_law,
+          dict(small_angle_gradient_cos=lambda t, L, a="relu": (1 - 1.01 * L * t / (2 * np.pi)) * np.cos(t))),
+    "5-asymptote": (CA.check_embedding_collapse,
+                    dict(embedding_angle_asymptote=lambda l: 1.01 * 3 * np.pi / np.asarray(l, float))),
+    "5-map": (CA.check_embedding_collapse, dict(angle_map=lambda t, a="relu": A.angle_map(t, a) * 1.01)),
+    "6": (CF.check_linear_nets, dict(infinite_ntk=lambda x, depth, activation="relu", trainable="all":
+                                     1.01 * infinite_ntk(x, depth=depth, activation=activation))),
+    "7-angle": (CA.check_infinite_depth,  # 1e-3 rad
+                dict(relu_infinite_depth_angle=lambda: float(np.arccos(0.25)) + 1e-3)),
+    "7-kappa": (CA.check_infinite_depth, dict(infinite_depth_kappa=lambda n: 1.01 * (n + 3) / 3)),
+    "8": (CA.check_first_layer_only, dict(infinite_ntk=_kernel_off_by(0.99))),
+    "9a-angle": (CA.check_two_points, dict(gradient_angle=lambda t, L, a="relu", trainable="all":
+                                           A.gradient_angle(t, L, a, trainable) * 1.01)),
+    "9a-kernel": (CA.check_two_points, dict(infinite_ntk=_kernel_off_by(0.99))),
+    "10": (CA.check_headline_fails, dict(infinite_ntk=_kernel_off_by(0.99))),
+    "12-low": (prop41.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 0.99))),
+    "12-high": (prop41.check_prop41, dict(lambda_min_upper_bound=lambda K: _scaled_bound(K, 1.01))),
+    "13-coefficients": (CB.check_power_series, dict(ntk_power_series=_series_scaled(coef=1.01))),
+    "13-tail": (CB.check_power_series, dict(ntk_power_series=_series_scaled(tail=0.99))),
+    "14-lower": (CB.check_condition_bounds, dict(condition_number_bounds=_bounds_scaled(lower=1.01))),
+    "14-upper": (CB.check_condition_bounds, dict(condition_number_bounds=_bounds_scaled(upper=0.99))),
+}
+
+
+def _claim_id(planted):
+    head = planted.split("-")[0]
+    return {"7": "7a" if planted == "7-angle" else "7b"}.get(head, head)
+
+
+@pytest.mark.parametrize("planted", sorted(ONE_PERCENT))
+def test_one_percent_planted_errors_fail(planted):
+    check, change = ONE_PERCENT[planted]
+    if planted == "3b" and not _neural_tangents_importable():
+        pytest.skip("claim 3b needs neural-tangents (SKIPPED without it)")
+    result = check(formulas=_perturbed(**change), fast=True)
+    result = [c for c in (result if isinstance(result, list) else [result]) if c.id == _claim_id(planted)]
+    assert len(result) == 1 and result[0].status == "FAIL", (planted, result[0].error, result[0].tolerance)
+
+
+def _plant_derivative_slope(monkeypatch, factor):
+    """The derivative factor's slope β of the library's recursion off by ``factor`` everywhere
+    it was imported (the issue's planted error, library-wide)."""
+    import ntkcond.infinite.angles as angles_module
+
+    original = angles_module.derivative_slope
+    wrapped = lambda act: factor * original(act)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ntkcond") and getattr(module, "derivative_slope", None) is original:
+            monkeypatch.setattr(module, "derivative_slope", wrapped)
+
+
+# Every claim whose formula involves the derivative factor; claims 1, 5, 6 (angle map, linear
+# nets) and 12 (the interlacing bound, valid for any PSD kernel) do not depend on it.
+SLOPE_CHECKS = {"2": CF.check_derivative_kernel, "3a": CF.check_gradient_angle,
+                "3b": CF.check_gradient_angle_nt, "4": CA.check_small_angle_law,
+                "7a": CA.check_infinite_depth, "7b": CA.check_infinite_depth,
+                "8": CA.check_first_layer_only, "9a": CA.check_two_points,
+                "10": CA.check_headline_fails, "13": CB.check_power_series}
+
+
+@pytest.mark.parametrize("claim", sorted(SLOPE_CHECKS))
+def test_one_percent_error_in_the_derivative_slope_fails(claim, monkeypatch):
+    if claim == "3b" and not _neural_tangents_importable():
+        pytest.skip("claim 3b needs neural-tangents (SKIPPED without it)")
+    _plant_derivative_slope(monkeypatch, 1.01)
+    result = SLOPE_CHECKS[claim](fast=True)
+    result = [c for c in (result if isinstance(result, list) else [result]) if c.id == claim]
+    assert len(result) == 1 and result[0].status == "FAIL", (claim, result[0].error)
+
+
+def test_quadrature_route_matches_the_closed_forms():
+    # the independent route of the claims, against ntkcond's closed forms (≤ 1e-14 measured)
+    for slope in (0.0, 0.2, 0.9):
+        for t in (0.05, 0.7, 1.6, 3.0):
+            assert Q.layer_cos(t, slope) == pytest.approx(np.cos(A.angle_map(t, slope)), rel=1e-13, abs=1e-15)
+            assert Q.layer_derivative(t, slope) == pytest.approx(float(A.derivative_factor(t, slope)),
+                                                                 rel=1e-13, abs=1e-15)
+    for L in (1, 4):
+        assert Q.pair_gradient_angle(0.8, L) == pytest.approx(float(A.gradient_angle(0.8, L)), rel=1e-12, abs=0)
+    assert Q.kernel_rel_diff(infinite_ntk, 3, slope=0.3) < Q.QUADRATURE_TOL

@@ -60,7 +60,7 @@ def test_init_is_standard_normal_and_seeded():
 
 def test_mlp_bad_inputs():
     with pytest.raises(ValueError, match="parse_activation"):
-        ntkcond.mlp(2, 8, "tanh")
+        ntkcond.mlp(2, 8, "swish")
     with pytest.raises(ValueError, match="depth >= 0, got -1"):
         ntkcond.mlp(-1, 8)
     with pytest.raises(ValueError, match="width >= 1, got 0"):

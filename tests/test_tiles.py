@@ -1,26 +1,20 @@
-"""The tiles of the n × n NTK (``ntkcond.scale.tiles``): the kernel-only recursion against the
-gradient recursion of ``ntkcond.infinite``."""
+"""The tiles of the n × n NTK (``ntkcond.scale.tiles``): the geometry and recursion of
+``ntkcond.infinite`` cut into tiles and row chunks, without changing a bit."""
 import numpy as np
 import pytest
 
-from ntkcond.activations import parse_activation
-from ntkcond.infinite._recursion import gradient_recursion
-from ntkcond.scale.tiles import kernel_recursion
+from ntkcond import datasets, infinite_ntk
+from ntkcond.scale import tiles
 
 
-@pytest.mark.parametrize("activation", ["relu", ("leaky_relu", 0.1), ("leaky_relu", 0.9), "linear"])
-@pytest.mark.parametrize("layers", [None, "last", {0}, {0, 2}])
-def test_kernel_recursion_equals_gradient_recursion(activation, layers):
-    # Both compute T of eq. (2); the kernel-only recursion keeps θ to absolute precision (its
-    # errors enter T through ġ = 1 − βθ and cos θ), so T agrees to a few eps absolute, angles
-    # down to 1e-12 rad and up to π − 1e-12 rad included (3e-15 measured at depth 10).
-    rng = np.random.default_rng(0)
-    angle = np.concatenate([np.geomspace(1e-12, 0.1, 300), rng.uniform(0, np.pi, 300),
-                            np.pi - np.geomspace(1e-12, 0.1, 300), [0.0, np.pi]])
-    cos = np.cos(angle)
-    act = parse_activation(activation)
-    ref = {L: T.copy() for L, T, _, _, _ in gradient_recursion(angle, cos, [0, 1, 3, 10], act, layers)}
-    kept = angle.copy()
-    for L, T in kernel_recursion(angle, cos, [0, 1, 3, 10], act, layers):
-        assert np.max(np.abs(T - ref[L])) <= 5e-15 * max(1.0, np.max(np.abs(ref[L])))
-    assert np.array_equal(angle, kept)  # inputs untouched without overwrite=True
+@pytest.mark.parametrize("activation", ["relu", ("leaky_relu", 0.1), "linear"])
+def test_a_whole_tile_in_many_chunks_is_infinite_ntk_bit_for_bit(activation, monkeypatch):
+    x = datasets.load("digits").x[:90]
+    x[7] = -x[3]  # an antipodal pair and a near-duplicate: the exact route inside chunks
+    x[8] = x[4] * 1.5 + 1e-7
+    monkeypatch.setattr(tiles, "CHUNK_ENTRIES", 500)  # 5 rows a chunk: 18 chunks
+    _, xh, norms, d, act, depths, layers, _ = tiles.prepare(x, [0, 2, 5], activation, "all", 90,
+                                                           "test")
+    got = tiles.kernel_tile(xh, norms, d, 0, 90, 0, 90, act, depths, layers, x)
+    for L in depths:
+        assert np.array_equal(got[L], infinite_ntk(x, depth=L, activation=activation))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ntkcond.activations import parse_activation
-from ntkcond.infinite._recursion import layer_step
+from ntkcond.infinite.recursion import layer_step
 from ntkcond.infinite.angles import gradient_angle
 from ntkcond.infinite.unimodal import (
     Certificate,

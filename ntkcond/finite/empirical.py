@@ -41,7 +41,11 @@ from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 from ..spectrum import effective_condition_number, smallest_pairwise_angle
 from .models import MLP, GeneralMLP, check_params
 
-__all__ = ["empirical_ntk", "empirical_ntk_features", "empirical_ntk_layers", "MonteCarloNTK", "monte_carlo_ntk"]
+__all__ = ["empirical_ntk", "empirical_ntk_features", "empirical_ntk_layers", "MonteCarloNTK",
+           "monte_carlo_ntk", "numpy_self_ntk", "IDENTICAL_ROWS"]
+
+#: Rows that stand for the n identical rows of a linear net's output gradients Bⁱ.
+IDENTICAL_ROWS = 16
 
 # Row blocks of x1 are sized so that one block's features and Gram temporaries stay near this.
 _BLOCK_BYTES = 1 << 30
@@ -136,10 +140,89 @@ def _numpy_route_applies(x, *arrays) -> bool:
     return x.dtype == np.float64 and on_cpu(x, *arrays)
 
 
+def numpy_self_ntk(a0, gram0, params, scales, slope: float, layers, same_bits=None):
+    """Θ(x, x) of eq. (1) in NumPy, float64: ``_features`` + ``_contract`` operation for
+    operation (bitwise the same), with the elementwise passes in place. The NumPy route of
+    ``empirical_ntk`` for one input set, and the kernel of ``ntkcond.finite.sweep.BatchNTK``.
+
+    Args:
+      a0: s₀x (n, d); gram0: a0 @ a0.T (symmetric rank-k update; shared across nets).
+      params: float64 NumPy weights; scales: [s₀, …, s_L]; slope: α of σ; layers: trainable.
+      same_bits: None, or ``BatchNTK._same_bits``: then linear nets (σ' = 1: every row of Bⁱ
+        is the same) run the backward pass and the Grams BⁱBⁱᵀ on ``IDENTICAL_ROWS`` rows
+        instead of n — the same BLAS calls on fewer rows, which give bit for bit the rows of
+        the n-row calls where the BLAS accumulates each entry in an order that does not
+        depend on the row count; ``same_bits(key, block, op, n)`` checks that per shape, and
+        where it fails the kernel is recomputed on n rows.
+    """
+    last = len(params) - 1
+    lowest = layers[0]
+    n = a0.shape[0]
+    inputs, masks = [a0], []
+    a = a0
+    for i in range(last):  # forward: A^{i+1} = s_{i+1} σ(z), z = (sᵢAⁱ) W^{i+1}
+        z = a @ params[i]
+        mask = None
+        if slope == 0.0:
+            np.maximum(z, 0.0, out=z)
+            mask = z > 0  # relu(z) > 0 exactly where z > 0
+        elif slope != 1.0:
+            mask = z > 0
+            np.multiply(z, slope, out=z, where=~mask)
+        masks.append(mask)
+        z *= scales[i + 1]
+        a = z
+        inputs.append(a)
+    rows = min(n, IDENTICAL_ROWS) if same_bits is not None and slope == 1.0 else n
+    grads = [None] * (last + 1)
+    b = None
+    for i in range(last, lowest, -1):  # backward, eq. (2): B^i from B^{i+1}, grads[i - 1]
+        w = params[i]
+        if b is None:
+            back = np.empty((rows, w.shape[0]))
+            back[:] = scales[i] * w[:, 0]
+        else:
+            if rows < n and not same_bits(("gemm", w.shape), b, lambda v: v @ w.T, n):
+                return numpy_self_ntk(a0, gram0, params, scales, slope, layers)
+            back = b @ w.T
+            back *= scales[i]
+        mask = masks[i - 1]
+        if mask is not None:
+            if slope == 0.0:
+                np.multiply(back, mask, out=back)
+            else:
+                np.multiply(back, slope, out=back, where=~mask)
+        b = grads[i - 1] = back
+    K = None
+    for i in layers:  # eq. (1), summed in the order of _contract
+        g = grads[i]
+        if g is not None:
+            if rows < n and not same_bits(("gram", g.shape[1]), g, lambda v: v @ v.T, n):
+                return numpy_self_ntk(a0, gram0, params, scales, slope, layers)
+            gb = g @ g.T
+            if rows < n:
+                gb = gb[0, 0]  # every entry of BBᵀ: the product below is bitwise the same
+        if i == 0:
+            term = gram0 if g is None else gram0 * gb
+        else:
+            term = inputs[i] @ inputs[i].T
+            if g is not None:
+                term *= gb
+        if K is None:
+            K = term.copy() if term is gram0 else term
+        else:
+            K += term
+    return K
+
+
 def _numpy_route():
     """The ``_jitted`` trio in NumPy (same equations, run eagerly in NumPy's BLAS)."""
 
     def ntk(params, x1, x2, slope, layers, per_layer):
+        if x2 is None and not per_layer:  # Θ(x, x): the in-place route
+            scales = _layer_factors(params, slope)
+            a0 = scales[0] * x1
+            return numpy_self_ntk(a0, a0 @ a0.T, params, scales, slope, layers)
         f1 = _features(params, x1, slope, layers[0], np)
         f2 = f1 if x2 is None else _features(params, x2, slope, layers[0], np)
         return _contract(f1, f2, layers, per_layer, np)

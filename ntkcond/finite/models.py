@@ -159,7 +159,7 @@ def mlp(depth: int, width=512, activation="relu", *, w_std=None, b_std=None,
             raise ValueError(
                 f"mlp: expected {depth} widths (one per hidden layer), got {len(widths)}: {widths}")
         widths = tuple(_as_width(m, "mlp", "width") for m in widths)
-    from ..infinite.family import resolve_net
+    from ..activations import resolve_net
 
     net = resolve_net(activation, w_std, b_std, residual, "mlp")
     if net is None:

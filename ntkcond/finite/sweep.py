@@ -19,9 +19,9 @@ Its FLOP floor per net (S = all layers, m = width): forward 2ndm + 2nm²(L−1),
   (one pass each, no temporaries), the n × n Hadamard products and their sum in place; the
   weights it is given are not re-validated per kernel.
 
-``BatchNTK.kernel`` performs the float64 operations of ``empirical_ntk``'s NumPy route in the
-same order (``A @ A.T`` of one buffer is BLAS's symmetric rank-k update in both), so the
-kernels agree bitwise with ``empirical_ntk`` on the CPU (tested).
+``BatchNTK.kernel`` calls the NumPy route of ``empirical_ntk``
+(``ntkcond.finite.empirical.numpy_self_ntk``) with the shared input Gram, so the kernels agree
+bitwise with ``empirical_ntk`` on the CPU (tested).
 """
 from __future__ import annotations
 
@@ -34,12 +34,10 @@ from .._core.arrays import check_finite, check_kernel
 from .._core.checks import resolve_trainable
 from .._core.memory import available_memory
 from .._core.x64 import on_cpu, x64
+from .empirical import IDENTICAL_ROWS, numpy_self_ntk
 from .models import MLP, check_params
 
-__all__ = ["NetWeights", "BatchNTK"]
-
-#: Rows that stand for the n identical rows of a linear net's output gradients Bⁱ.
-IDENTICAL_ROWS = 16
+__all__ = ["NetWeights", "BatchNTK", "IDENTICAL_ROWS"]
 
 
 class NetWeights:
@@ -141,76 +139,11 @@ class BatchNTK:
         check_kernel(K, where, np.float64, (self.x,))
         return K
 
-    def _kernel(self, inputs0, params, scales, slope: float, layers, shortcut: bool = True):
-        """``empirical._features`` + ``empirical._contract`` (NumPy route), operation for
-        operation, with the elementwise passes in place and the shared input Gram.
-
-        Linear nets (σ' = 1): every row of Bⁱ is the same, so the backward pass and the Grams
-        BⁱBⁱᵀ (every entry the same value) run on ``IDENTICAL_ROWS`` rows instead of n: the
-        same BLAS calls on fewer rows, which give bit for bit the rows of the n-row calls
-        where the BLAS accumulates each entry in an order that does not depend on the row
-        count. That is checked for each shape the first time it occurs (``_same_bits``, both
-        computed); where it fails the kernel is recomputed on n rows.
-        """
+    def _kernel(self, inputs0, params, scales, slope: float, layers):
+        """``ntkcond.finite.empirical.numpy_self_ntk`` (the NumPy route of ``empirical_ntk``)
+        with the shared input Gram and the linear nets' identical-rows shortcut."""
         a0, gram0 = inputs0
-        last = len(params) - 1
-        lowest = layers[0]
-        n = a0.shape[0]
-        inputs, masks = [a0], []
-        a = a0
-        for i in range(last):  # forward: A^{i+1} = s_{i+1} σ(z), z = (sᵢAⁱ) W^{i+1}
-            z = a @ params[i]
-            mask = None
-            if slope == 0.0:
-                np.maximum(z, 0.0, out=z)
-                mask = z > 0  # relu(z) > 0 exactly where z > 0
-            elif slope != 1.0:
-                mask = z > 0
-                np.multiply(z, slope, out=z, where=~mask)
-            masks.append(mask)
-            z *= scales[i + 1]
-            a = z
-            inputs.append(a)
-        rows = min(n, IDENTICAL_ROWS) if shortcut and slope == 1.0 else n
-        grads = [None] * (last + 1)
-        b = None
-        for i in range(last, lowest, -1):  # backward, eq. (2): B^i from B^{i+1}, grads[i - 1]
-            w = params[i]
-            if b is None:
-                back = np.empty((rows, w.shape[0]))
-                back[:] = scales[i] * w[:, 0]
-            else:
-                if rows < n and not self._same_bits(("gemm", w.shape), b, lambda v: v @ w.T, n):
-                    return self._kernel(inputs0, params, scales, slope, layers, shortcut=False)
-                back = b @ w.T
-                back *= scales[i]
-            mask = masks[i - 1]
-            if mask is not None:
-                if slope == 0.0:
-                    np.multiply(back, mask, out=back)
-                else:
-                    np.multiply(back, slope, out=back, where=~mask)
-            b = grads[i - 1] = back
-        K = None
-        for i in layers:  # eq. (1), summed in the order of empirical._contract
-            g = grads[i]
-            if g is not None:
-                if rows < n and not self._same_bits(("gram", g.shape[1]), g, lambda v: v @ v.T, n):
-                    return self._kernel(inputs0, params, scales, slope, layers, shortcut=False)
-                gb = g @ g.T
-                if rows < n:
-                    gb = gb[0, 0]  # every entry of BBᵀ: the product below is bitwise the same
-            if i == 0:
-                term = gram0 if g is None else gram0 * gb
-            else:
-                term = inputs[i] @ inputs[i].T
-                if g is not None:
-                    term *= gb
-            if K is None:
-                K = term.copy() if term is gram0 else term
-            else:
-                K += term
-        return K
+        return numpy_self_ntk(a0, gram0, params, scales, slope, layers, self._same_bits)
 
     def _same_bits(self, key, block, op, n: int) -> bool:
         """Whether ``op`` (a BLAS call) on the identical rows ``block`` gives, bit for bit, every

@@ -7,10 +7,17 @@ derivative factor ġ(θ), gradient angle φ(θ, L), small-angle law, infinite-de
 from the data, and depth sweeps sharing one pass of the recursion.
 ``unimodal``: certificates that φ_L(θ) has no interior minimum; ``extremes``: the closest and
 farthest pairs in angle in GEMM time, at which the smallest gradient angle then lies.
+``power_series``: the normalised NTK and NNGP of unit-norm inputs as power series in cos θ with
+non-negative coefficients and a rigorous tail.
 All float64; angles in radians.
 """
 from . import angles as angles
 from .geometry import input_angles as input_angles
+from .power_series import (
+    PowerSeries as PowerSeries,
+    nngp_power_series as nngp_power_series,
+    ntk_power_series as ntk_power_series,
+)
 from .kernels import (
     DepthKernel as DepthKernel,
     depth_sweep as depth_sweep,

@@ -47,7 +47,7 @@ import numpy as np
 
 from .._core.checks import as_depth, resolve_trainable
 from ..activations import parse_activation
-from ._recursion import (
+from .recursion import (
     derivative_slope,
     layer_step,
     phi_from_angle,

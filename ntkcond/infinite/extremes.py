@@ -51,7 +51,7 @@ import numpy as np
 
 from .._core.checks import sweep_layers
 from ..activations import parse_activation
-from ._recursion import angle_from, gradient_recursion
+from .recursion import angle_from, gradient_recursion
 from .geometry import kahan_angles
 from .unimodal import certify
 

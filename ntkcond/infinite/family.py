@@ -41,35 +41,15 @@ as a column, the columns' as a row), unchecked: the public entry points of
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator
 
 import numpy as np
 
+from ..activations import Net
 from . import duals
 
-__all__ = ["Net", "net_layers", "family_recursion", "gradient_angle_terms"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Net:
-    """A network of eqs. (1)–(2): activation, weight and bias stds, residual scale.
-
-    ``w_std=None`` is the norm-preserving bias-free net of ``ntkcond.infinite.kernels``
-    (hidden layers s_w² = c = 2/(1 + α²), read-out 1; leaky family only).
-
-    Attributes:
-      act: parsed activation; w_std: s_w > 0 or None; b_std: s_b ≥ 0; residual: β > 0 or None.
-    """
-
-    act: object
-    w_std: float | None = None
-    b_std: float = 0.0
-    residual: float | None = None
-
-    def __repr__(self) -> str:
-        return (f"Net({self.act.name}, w_std={self.w_std}, b_std={self.b_std}, "
-                f"residual={self.residual})")
+__all__ = ["net_layers", "family_recursion", "gradient_angle_terms", "check_net", "family_state",
+           "geometry_blocks"]
 
 
 def net_layers(net: Net):
@@ -171,62 +151,64 @@ def gradient_angle_terms(A, B, C, G):
     return um, up
 
 
-# --- the public entry points' cores (``ntkcond.infinite.kernels`` validates and calls) -------
-
-def resolve_net(activation, w_std, b_std, residual, where: str):
-    """The ``Net`` of a public call, or None for the default bias-free norm-preserving net
-    (``w_std``, ``b_std``, ``residual`` all None or b_std = 0 with a leaky activation), which
-    keeps its own exact route. One clear ValueError/TypeError naming ``where`` otherwise."""
-    from ..activations import parse_activation
-
-    act = parse_activation(activation)
-    vals = {}
-    for name, val, lower, strict in (("w_std", w_std, 0.0, True), ("b_std", b_std, 0.0, False),
-                                     ("residual", residual, 0.0, True)):
-        if val is None:
-            vals[name] = None
-            continue
-        if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, float, np.number)):
-            raise TypeError(f"{where}: expected {name} as a real number, got {val!r}")
-        val = float(val)
-        if not np.isfinite(val) or (val <= lower if strict else val < lower):
-            cmp = ">" if strict else ">="
-            raise ValueError(f"{where}: expected a finite {name} {cmp} 0, got {val!r}")
-        vals[name] = val
-    if vals["w_std"] is None and not act.is_leaky:
-        raise ValueError(
-            f"{where}: activation {act.name!r} is not homogeneous, so there is no "
-            "norm-preserving default; pass w_std (e.g. w_std=1.5) and b_std"
-        )
-    if vals["w_std"] is None and not vals["b_std"] and vals["residual"] is None:
-        return None
-    return Net(act, vals["w_std"], vals["b_std"] or 0.0, vals["residual"])
-
-
-def data_blocks(x1, x2, where: str, arrays: int = 8):
-    """(gram, n1, n2, gap0) of eq. (1)'s input layer from the data: x·x'/d (n1, n2), the rows'
-    ‖x‖²/d as a column and the columns' as a row, and ½‖x − x'‖²/d from the exact input angles
-    of ``ntkcond.infinite.geometry`` (½(‖x‖ − ‖x'‖)²/d + ‖x‖‖x'‖/d·2 sin²(θ₀/2): no
-    cancellation)."""
-    from .._core.checks import as_pair
-    from .geometry import check_scale, normalised_rows, pair_geometry
-
-    angle, cos, scale = pair_geometry(x1, x2, where, arrays)
-    check_scale(scale, where)
-    a1, a2 = as_pair(x1, x2, where)
-    d = a1.shape[1]
-    _, r1 = normalised_rows(a1, where, "x1")
-    r2 = r1 if x2 is None else normalised_rows(a2, where, "x2")[1]
-    dn = (r1[:, None] - r2[None, :]) / np.sqrt(d)
+def geometry_blocks(geometry):
+    """(gram, n1, n2, gap0) of eq. (1)'s input layer from a ``PairGeometry`` with norms:
+    ½‖x − x'‖²/d = ½(‖x‖ − ‖x'‖)²/d + ‖x‖‖x'‖/d·2 sin²(θ₀/2), exact for the data."""
+    if geometry.norms1 is None:
+        raise ValueError("the general recursion needs the rows' norms (PairGeometry.norms1)")
+    r1 = np.asarray(geometry.norms1, dtype=np.float64)
+    r2 = np.asarray(geometry.norms2, dtype=np.float64)
+    d = geometry.d
+    angle = np.asarray(geometry.angle)
+    shape = angle.shape
+    if len(shape) == 2 and shape == (r1.size, r2.size):  # a block: rows × columns
+        r1c, r2r = r1[:, None], r2[None, :]
+    else:  # a list of pairs: norms per pair
+        r1c, r2r = r1.reshape(shape), r2.reshape(shape)
+    scale = r1c * r2r / d
+    dn = (r1c - r2r) / np.sqrt(d)
     gap0 = 0.5 * dn * dn + scale * (2.0 * np.sin(0.5 * angle) ** 2)
-    if x2 is None:
-        np.fill_diagonal(gap0, 0.0)
-    return scale * cos, (r1 * r1 / d)[:, None], (r2 * r2 / d)[None, :], gap0
+    gap0 = np.where(angle == 0, 0.5 * dn * dn, gap0)
+    return scale * np.asarray(geometry.cos), r1c * r1c / d, r2r * r2r / d, gap0
+
+
+def family_state(geometry, net, depths, layers, *, kernel=True, angles=False, out=None, xp=np):
+    """The general net's state function for ``ntkcond.infinite.recursion.recursion``:
+    yields (L, K, R, Z) per depth with K the NTK (or the NNGP for ``layers == "last"``) and
+    R, Z = 1 ∓ cos φ of the gradient angle (eq. (3)), from a ``PairGeometry`` with norms."""
+    if xp is not np:
+        raise ValueError(
+            f"activation {net.act.name!r} with w_std/b_std/residual runs on the NumPy engines "
+            "only (the JAX device engine supports the bias-free leaky family)")
+    blocks = geometry_blocks(geometry)
+    for o in family_recursion(*blocks, depths, net, layers, angles):
+        K = None
+        if kernel:
+            K = np.broadcast_to(o["nngp"] if layers == "last" else o["ntk"], blocks[0].shape)
+            if out is not None and o["depth"] in out:
+                out[o["depth"]][...] = K
+                K = out[o["depth"]]
+            else:
+                K = np.array(K)
+        R = Z = None
+        if angles:
+            R, Z = gradient_angle_terms(o["ntk_diag1"], o["ntk_diag2"], o["ntk"], o["ntk_gap"])
+            R, Z = np.broadcast_to(R, blocks[0].shape), np.broadcast_to(Z, blocks[0].shape)
+        yield o["depth"], K, R, Z
+
+
+def check_net(net: Net, norms, d: int, depth: int, where: str):
+    """Quadrature activations: the step-halving check of ``duals.quadrature_check`` on every
+    variance the diagonal recursion reaches up to ``depth`` from rows of norms ``norms``
+    (ValueError naming ``where`` if it cannot reach its accuracy). Nothing for closed forms."""
+    if net is None or not duals.uses_quadrature(net.act) or depth == 0:
+        return
+    norms = np.asarray(norms, dtype=np.float64).ravel()
+    _check_quadrature(net, (None, (norms * norms / d)[:, None], np.zeros((1, 0)), None), depth,
+                      where)
 
 
 def _check_quadrature(net: Net, blocks, depth: int, where: str):
-    """Quadrature activations: the step-halving check of ``duals.quadrature_check`` on every
-    variance the diagonal recursion reaches up to ``depth``."""
     if not duals.uses_quadrature(net.act) or depth == 0:
         return
     _, n1, n2, _ = blocks
@@ -243,22 +225,3 @@ def _check_quadrature(net: Net, blocks, depth: int, where: str):
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from None
     duals.quadrature_check(net.act, np.concatenate(seen), where)
-
-
-def family_kernels(x1, x2, depths, net: Net, layers, where: str, angles: bool = True):
-    """``family_recursion`` on the data's blocks (quadrature accuracy checked first)."""
-    blocks = data_blocks(x1, x2, where)
-    _check_quadrature(net, blocks, max(depths), where)
-    return family_recursion(*blocks, depths, net, layers, angles)
-
-
-def angles_of(out, same: bool):
-    """Gradient angles φ (radians) of one ``family_recursion`` output, eq. (3)."""
-    from ._recursion import angle_from
-
-    um, up = gradient_angle_terms(out["ntk_diag1"], out["ntk_diag2"], out["ntk"], out["ntk_gap"])
-    phi = angle_from(um, up)
-    phi = np.broadcast_to(phi, out["ntk"].shape).copy()
-    if same:
-        np.fill_diagonal(phi, 0.0)
-    return phi

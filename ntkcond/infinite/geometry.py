@@ -25,6 +25,13 @@ Two routes, chosen per pair:
   d = 3 … 784. Rows are first scaled by powers of two (exact), so any finite nonzero rows, of
   norms 1e-300 or 1e300, give the same angles.
 
+``block_geometry`` is the one implementation of both routes for a block of pairs (whole
+matrices in ``ntkcond.infinite.kernels``, tiles and blocks in ``ntkcond.scale``); it returns
+a ``ntkcond.infinite.recursion.PairGeometry`` that also carries, for the refined pairs, the
+angle from the nearer end, min(θ₀, π − θ₀), exact near π too (atan2(‖r‖, |c|·‖x‖), not
+π − θ₀ rounded), from which the recursion computes near-antipodal entries without
+cancellation.
+
 All angles are in radians.
 """
 from __future__ import annotations
@@ -33,7 +40,7 @@ import numpy as np
 
 from .._core.checks import as_pair
 from .._core.memory import check_memory
-from ._recursion import angle_from
+from .recursion import PairGeometry, angle_from
 
 # Angles this close to 0 or π (radians) are recomputed from the original rows
 # (``exact_angles``), not the Gram matrix: there the Gram route's error eps/θ² would exceed
@@ -95,35 +102,39 @@ def normalised_rows(x: np.ndarray, where: str, name: str):
         return xs / norms[:, None], np.ldexp(norms, e)
 
 
-def pair_geometry(x1, x2, where: str, arrays: int = PAIR_ARRAYS):
-    """(θ₀, cos θ₀, scale) for all pairs: (n1, n2) arrays; scale = ‖x‖‖x'‖/d, eq. (1).
+def pair_geometry(x1, x2, where: str, arrays: int = PAIR_ARRAYS) -> PairGeometry:
+    """The ``PairGeometry`` of all pairs (n1, n2) of rows of x1 and x2 (default x1), with the
+    norms and d for the kernel's scale ‖x‖‖x'‖/d, eq. (1) of ``ntkcond.infinite.kernels``.
 
-    ``scale`` is ``inf`` or 0 where ‖x‖‖x'‖/d is outside float64's range (``check_scale``).
-    Before anything of size n1·n2 is allocated, the memory for ``arrays`` such float64 arrays
-    is checked (``check_pair_memory``).
+    Checks x1, x2 (``as_pair``) and, before anything of size n1·n2 is allocated, the memory
+    for ``arrays`` such float64 arrays (``check_pair_memory``).
     """
     same = x2 is None
     x1, x2 = as_pair(x1, x2, where)
     check_pair_memory(x1.shape[0], x2.shape[0], arrays, where)
     xh1, n1 = normalised_rows(x1, where, "x1")
     xh2, n2 = (xh1, n1) if same else normalised_rows(x2, where, "x2")
-    angle, cos = unit_geometry(xh1, xh2, same, x1, x2)
-    with np.errstate(over="ignore", under="ignore"):
-        scale = np.outer(n1, n2) / x1.shape[1]
-    return angle, cos, scale
+    return block_geometry(xh1, xh2, 0, x1.shape[0], 0, x2.shape[0], symmetric=same, x1=x1,
+                          x2=x2, norms1=n1, norms2=n2, d=x1.shape[1])
 
 
-def check_scale(scale: np.ndarray, where: str) -> None:
-    """Raise ValueError unless every ‖x‖‖x'‖/d of ``pair_geometry`` is a normal float64.
+def check_scale(geometry: PairGeometry, where: str) -> None:
+    """Raise ValueError unless every ‖x‖‖x'‖/d (``PairGeometry.scale``) is a normal float64.
 
     Kernel entries scale with ‖x‖‖x'‖/d; where that is above 1.8e308 or below 2.2e-308 the
     kernel cannot be represented in float64 (angles, which are scale-invariant, still can).
+    The products are monotone in both norms: the extreme pairs decide (no n1 × n2 array).
     """
     tiny = np.finfo(np.float64).tiny
-    bad = ~np.isfinite(scale) | (scale < tiny)
-    if np.any(bad):
-        i, j = np.unravel_index(int(np.argmax(bad)), scale.shape)
-        what = "above 1.8e308" if not np.isfinite(scale[i, j]) else "below 2.2e-308"
+    n1, n2, d = geometry.norms1, geometry.norms2, geometry.d
+    i, j = int(np.argmax(n1)), int(np.argmax(n2))
+    with np.errstate(over="ignore", under="ignore"):
+        hi = n1[i] * n2[j] / d
+        if np.isfinite(hi):
+            i, j = int(np.argmin(n1)), int(np.argmin(n2))
+            lo = n1[i] * n2[j] / d
+    if not np.isfinite(hi) or lo < tiny:
+        what = "above 1.8e308" if not np.isfinite(hi) else "below 2.2e-308"
         raise ValueError(
             f"{where}: expected kernel entries within float64's range, got "
             f"‖x‖‖x'‖/d {what} for the pair ({i}, {j}); rescale x (angles and condition "
@@ -143,28 +154,76 @@ def unit_geometry(xh1: np.ndarray, xh2: np.ndarray, same: bool, x1=None, x2=None
         Kahan's formula θ = 2 atan2(‖x̂ − x̂'‖, ‖x̂ + x̂'‖) on the unit rows, which is exact for
         the unit rows but off by ~eps/θ₀ relative from the data's angle.
 
-    Used by ``pair_geometry`` and, block by block, by ``ntkcond.scale``.
+    ``block_geometry`` on the whole matrix.
     """
-    cos = np.clip(xh1 @ xh2.T, -1.0, 1.0)
+    g = block_geometry(xh1, xh2 if not same else xh1, 0, xh1.shape[0], 0, xh2.shape[0],
+                       symmetric=same, x1=x1, x2=x2)
+    return g.angle, g.cos
+
+
+def block_geometry(xh1, xh2, r0, r1, c0, c1, *, symmetric=False, x1=None, x2=None, gram=None,
+                   norms1=None, norms2=None, d=1) -> PairGeometry:
+    """The ``PairGeometry`` of the pairs (xh1[r0:r1], xh2[c0:c1]): the one input geometry of
+    every infinite-width route (``ntkcond.infinite.kernels`` on whole matrices,
+    ``ntkcond.scale`` on tiles and blocks), so they agree to the last bit.
+
+    Args:
+      xh1, xh2: the whole (n1, d), (n2, d) unit rows (``normalised_rows``); indices are global.
+      r0, r1, c0, c1: the block.
+      symmetric: xh2 is xh1 (pairs (i, i) exactly 0; a pair (i, j) with i > j is computed as
+        (j, i), so the kernel is exactly symmetric whatever the blocks).
+      x1, x2: the whole rows xh1, xh2 were normalised from (``unit_geometry``); x2 None: x1.
+      gram: the block's x̂x̂ᵀ, clipped to [−1, 1], if already computed (overwritten: it
+        becomes the cosines); else computed here.
+      norms1, norms2, d: ‖x‖ of all rows of x1, x2 and the dimension, for the kernel's scale.
+
+    Returns:
+      ``PairGeometry`` of shape (r1 − r0, c1 − c0), ``refined`` in block indices.
+    """
+    cos = np.clip(xh1[r0:r1] @ xh2[c0:c1].T, -1.0, 1.0) if gram is None else gram
     angle = angle_from(1.0 - cos, 1.0 + cos)
-    refine = needs_refinement(angle)
-    if same:
-        refine = np.triu(refine, 1)  # the lower triangle is the mirror image
-    rows, cols = np.nonzero(refine)
+    rows, cols = refined = np.nonzero(needs_refinement(angle))
+    near = np.empty(0)
     if rows.size:
-        if x1 is None:
-            exact = kahan_angles(xh1, xh2, rows, cols)
-        else:
-            exact = exact_angles(x1, x1 if x2 is None else x2, rows, cols)
+        exact, near = refined_pairs(xh1, xh2, r0 + rows, c0 + cols, symmetric, x1, x2)
         angle[rows, cols] = exact
         cos[rows, cols] = np.cos(exact)
-        if same:
-            angle[cols, rows] = exact
-            cos[cols, rows] = cos[rows, cols]
-    if same:
-        np.fill_diagonal(angle, 0.0)
-        np.fill_diagonal(cos, 1.0)
-    return angle, cos
+    return PairGeometry(angle, cos,
+                        None if norms1 is None else norms1[r0:r1],
+                        None if norms2 is None else norms2[c0:c1], d, refined, near)
+
+
+def refined_pairs(xh1, xh2, rows, cols, symmetric=False, x1=None, x2=None):
+    """(θ₀, min(θ₀, π − θ₀)) of the pairs (rows[k], cols[k]) by the exact route (from x1, x2:
+    ``exact_angles_near``) or, without them, Kahan's (``kahan_angles_near``); ``symmetric``:
+    xh2 is xh1, pairs (i, i) exactly 0 without computing them. Two (k,) arrays, radians."""
+    exact, near = np.zeros(rows.size), np.zeros(rows.size)
+    if symmetric:  # each pair once, as (lower, higher) index; (i, i) is 0
+        lo, hi = np.minimum(rows, cols), np.maximum(rows, cols)
+        off = np.flatnonzero(lo != hi)
+        keys, first, back = np.unique(lo[off] * xh1.shape[0] + hi[off], return_index=True,
+                                      return_inverse=True)
+        r, c = lo[off][first], hi[off][first]
+    else:
+        r, c = rows, cols
+    if r.size == 0:
+        e = m = np.zeros(0)
+    elif x1 is None:
+        e, m = kahan_angles_near(xh1, xh2, r, c)
+    else:
+        e, m = exact_angles_near(x1, x1 if x2 is None else x2, r, c)
+    if symmetric:
+        exact[off], near[off] = e[back.ravel()], m[back.ravel()]
+    else:
+        exact, near = e, m
+    return exact, near
+
+
+def pair_list_geometry(xh, rows, cols, x=None) -> PairGeometry:
+    """The (k,) ``PairGeometry`` (unit rows: no norms) of the pairs (xh[rows], xh[cols]) of one
+    matrix, all refined (``refined_pairs``): the few pairs near 0 or π a device flagged."""
+    angle, near = refined_pairs(xh, xh, rows, cols, True, x)
+    return PairGeometry(angle, np.cos(angle), refined=(np.arange(angle.size),), near=near)
 
 
 def needs_refinement(angle):
@@ -180,14 +239,21 @@ def kahan_angles(xh1, xh2, rows, cols, x1=None, x2=None) -> np.ndarray:
     """
     if x1 is not None:
         return exact_angles(x1, x1 if x2 is None else x2, rows, cols)
-    out = np.empty(rows.size)
+    return kahan_angles_near(xh1, xh2, rows, cols)[0]
+
+
+def kahan_angles_near(xh1, xh2, rows, cols):
+    """(θ, min(θ, π − θ)) of ``kahan_angles``, the second exact near π too
+    (2 atan2(‖x̂ + x̂'‖, ‖x̂ − x̂'‖)): two (k,) arrays, radians."""
+    out, near = np.empty(rows.size), np.empty(rows.size)
     chunk = max(1, REFINE_CHUNK_ELEMS // xh1.shape[1])
     for start in range(0, rows.size, chunk):
         r, c = rows[start : start + chunk], cols[start : start + chunk]
         diff = np.linalg.norm(xh1[r] - xh2[c], axis=1)
         summ = np.linalg.norm(xh1[r] + xh2[c], axis=1)
         out[start : start + chunk] = 2.0 * np.arctan2(diff, summ)
-    return out
+        near[start : start + chunk] = 2.0 * np.arctan2(np.minimum(diff, summ), np.maximum(diff, summ))
+    return out, near
 
 
 def exact_angles(x1, x2, rows, cols) -> np.ndarray:
@@ -203,19 +269,26 @@ def exact_angles(x1, x2, rows, cols) -> np.ndarray:
       Cost ~30 passes over each pair's d coordinates (measured 1.6 s for 130,816 pairs at
       d = 784, ~7x Kahan's formula on unit rows): meant for the few pairs near 0 or π.
     """
+    return exact_angles_near(x1, x2, rows, cols)[0]
+
+
+def exact_angles_near(x1, x2, rows, cols):
+    """(θ, min(θ, π − θ)) of ``exact_angles``: the second, the angle from the nearer end, is
+    exact near π too (atan2(‖r‖, |c|·‖x‖), not π − θ rounded); exactly 0 for exact multiples.
+    Two (k,) arrays, radians."""
     x1 = np.asarray(x1, dtype=np.float64)
     x2 = np.asarray(x2, dtype=np.float64)
     rows, cols = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)
     if x1 is x2:  # every pair as (lower index, higher index): symmetric to the last bit
         rows, cols = np.minimum(rows, cols), np.maximum(rows, cols)
-    out = np.empty(rows.size)
+    out, near = np.empty(rows.size), np.empty(rows.size)
     chunk = max(1, REFINE_CHUNK_ELEMS // x1.shape[1])
     for start in range(0, rows.size, chunk):
         r, c = rows[start : start + chunk], cols[start : start + chunk]
         a, b = scaled_rows(x1[r])[0], scaled_rows(x2[c])[0]
         with np.errstate(under="ignore"):  # error terms of entries near 2^-1022 of their row
-            out[start : start + chunk] = _projection_angles(a, b)
-    return out
+            out[start : start + chunk], near[start : start + chunk] = _projection_angles(a, b)
+    return out, near
 
 
 #: Angles (from 0 or π) below which ``_projection_angles`` makes a second pass (radians).
@@ -227,17 +300,19 @@ def _projection_angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aa = np.sum(a * a, axis=1)
     ah, al = _split(a)
     c = np.sum(a * b, axis=1) / aa  # relative error ≲ d·eps
-    angle, c1 = _projection_pass(a, b, aa, c, ah, al)
+    angle, c1, near = _projection_pass(a, b, aa, c, ah, al)
     # Rows at most ~d·eps apart: c's error (≲ d·eps) is then comparable to the angle. Again
     # with c + c₁, within an ulp or so of x·x'/‖x‖² (exactly λ if b = λa: the angle is 0).
     i = np.flatnonzero(np.minimum(angle, np.pi - angle) < _SECOND_PASS_BELOW)
     if i.size:
-        angle[i] = _projection_pass(a[i], b[i], aa[i], c[i] + c1[i], ah[i], al[i])[0]
+        again = _projection_pass(a[i], b[i], aa[i], c[i] + c1[i], ah[i], al[i])
+        angle[i], near[i] = again[0], again[2]
         # Exact multiples whose ratio is no float (3x and 5x) leave a residual of ~eps²:
         # test parallelism exactly and give them exactly 0 (or π).
         par = _exactly_parallel(a[i], b[i])
         angle[i[par]] = np.where(c[i[par]] > 0, 0.0, np.pi)
-    return angle
+        near[i[par]] = 0.0
+    return angle, near
 
 
 def _exactly_parallel(a, b):
@@ -259,13 +334,14 @@ def _two_prod(a, b):
 
 
 def _projection_pass(a, b, aa, c, ah, al):
-    """(θ, c₁): r = b − c·a exact to ~eps·|rᵢ| + eps²·|bᵢ| (error-free transformations), then
+    """(θ, c₁, min(θ, π − θ)): r = b − c·a exact to ~eps·|rᵢ| + eps²·|bᵢ| (error-free transformations), then
     the part of r along a that the error of c left removed (c₁ = a·r/‖a‖²; its own error
     changes ‖r‖ only at second order), and θ = atan2(‖r‖, (c + c₁)‖a‖)."""
     r = _residual(b, c, a, ah, al)
     c1 = np.sum(a * r, axis=1) / aa
     r -= c1[:, None] * a
-    return np.arctan2(_norm(r), (c + c1) * np.sqrt(aa)), c1
+    nr, cx = _norm(r), (c + c1) * np.sqrt(aa)
+    return np.arctan2(nr, cx), c1, np.arctan2(nr, np.abs(cx))
 
 
 def _residual(b, c, a, ah, al):
@@ -314,4 +390,4 @@ def input_angles(x1, x2=None) -> np.ndarray:
       (n1, n2) float64 angles in [0, π]; the diagonal is exactly 0 when x2 is None, and the
       matrix is then exactly symmetric.
     """
-    return pair_geometry(x1, x2, "input_angles", arrays=7)[0]
+    return pair_geometry(x1, x2, "input_angles", arrays=7).angle

@@ -9,19 +9,23 @@ f(x) = W⁽¹⁾x/√d. This is neural-tangents' ``stax.serial(*[Dense(m, W_std=
 act] * L, Dense(1, b_std=None))``.
 
 With ‖·‖ the Euclidean norm and θ₀ the angle between x and x', both kernels factor into a
-scale and the angle recursion of ``ntkcond.angles``:
+scale and the angle recursion of ``ntkcond.infinite.angles``:
 
     NNGP(x, x') = ‖x‖‖x'‖/d · cos θ_L                                                  (1)
     NTK(x, x')  = ‖x‖‖x'‖/d · Σ_{i∈S} cos θ_i Π_{j=i}^{L−1} ġ(θ_j)                      (2)
 
-(``angles`` eqs. (2)–(4)). The diagonal is NTK(x, x) = |S|·‖x‖²/d for every activation and
+(``ntkcond.infinite.angles`` eqs. (2)–(4)), computed by ``ntkcond.infinite.recursion``. The diagonal is NTK(x, x) = |S|·‖x‖²/d for every activation and
 depth; for linear nets NTK = (L + 1)·G/d with G = XXᵀ, so κ does not change with depth.
 
 Precision: input angles come from the normalised Gram matrix, and pairs within 0.1 rad of 0
 or π are recomputed exactly from the original (unnormalised) rows (``geometry`` eq. (1)), so
 input angles are exact for the float64 data (~1e-15 relative near 0 and π, at any angle and
 any row scale) and the recursion, which never calls arccos, keeps that precision in the kernels
-and gradient angles.
+and gradient angles. Entries are exact to a few eps relative to √(K(x, x)K(x', x')); relative
+to |K(x, x')| itself only where |cos θ₀| is not tiny: near-orthogonal entries of linear and
+depth-0 kernels carry the rounding of the Gram product (~eps·√d absolute in cos θ₀).
+Near-antipodal entries (θ₀ = π − δ) are relatively exact (``ntkcond.infinite.recursion``);
+x and −x give exactly 0 in the ReLU NNGP.
 """
 from __future__ import annotations
 
@@ -33,9 +37,10 @@ import numpy as np
 from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
 from ..activations import parse_activation
 from ..spectrum import argmin_upper
-from ._recursion import angle_from, gradient_recursion
+from .recursion import angle_from, recursion
 from .extremes import extreme_pairs, smallest_from_extremes
-from .family import angles_of, family_kernels, resolve_net
+from ..activations import resolve_net
+from .family import check_net
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
 __all__ = [
@@ -49,37 +54,37 @@ __all__ = [
 ]
 
 
-_FAMILY_ARGS = """      w_std, b_std, residual: weight std s_w > 0, bias std s_b ≥ 0, residual scale β > 0 of
-        the general net of ``ntkcond.infinite.family`` (eqs. (1)–(2); neural-tangents'
-        ``Dense(W_std=s_w, b_std=s_b)``). All None (default): the bias-free norm-preserving
-        net above, exactly. Activations outside the leaky family need ``w_std``."""
-
-
 def infinite_nngp(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
                   residual=None) -> np.ndarray:
     """Output NNGP kernel E[f(x) f(x')] at infinite width, eq. (1).
 
-    NNGP = ‖x‖‖x'‖/d · cos g^L(θ₀); with ``w_std``/``b_std``/``residual``, Σ^{L+1} of
-    ``ntkcond.infinite.family`` eq. (1).
+    NNGP = ‖x‖‖x'‖/d · cos g^L(θ₀); with ``w_std``, ``b_std`` or ``residual``, Σ^{L+1} of
+    the general net (``ntkcond.infinite.family`` eqs. (1)–(2)).
 
     Args:
       x1: (n1, d) inputs; x2: (n2, d), default x1.
       depth: number of hidden layers L ≥ 0.
-      activation: "relu", "linear", ("leaky_relu", α) or a slope α ∈ [0, 1].
+      activation: "relu", "linear", "abs", "leaky:α" (α ∈ [−1, 1]), "erf", "gelu", "sin",
+        "tanh", "softplus", "silu" or an elementwise callable (``parse_activation``).
+      w_std, b_std, residual: weight std s_w > 0, bias std s_b ≥ 0 and residual scale β > 0
+        of the general net (neural-tangents' ``Dense(W_std=s_w, b_std=s_b)``); all None
+        (default): the bias-free norm-preserving net, exactly. Activations outside the leaky
+        family need ``w_std``.
 
     Returns:
       (n1, n2) float64 kernel.
     """
-    net = resolve_net(activation, w_std, b_std, residual, "infinite_nngp")
-    depth = as_depth(depth, "infinite_nngp")
-    if net is not None:
-        out = next(family_kernels(x1, x2, [depth], net, "last", "infinite_nngp", angles=False))
-        return out["nngp"]
     act = parse_activation(activation)
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_nngp")
-    check_scale(scale, "infinite_nngp")
-    _, cos_l, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, "last"))
-    return scale * cos_l
+    net = resolve_net(act, w_std, b_std, residual, "infinite_nngp")
+    depth = as_depth(depth, "infinite_nngp")
+    geometry = pair_geometry(x1, x2, "infinite_nngp")
+    check_scale(geometry, "infinite_nngp")
+    check_net(net, _all_norms(geometry), geometry.d, depth, "infinite_nngp")
+    return next(recursion(geometry, act, [depth], "last", overwrite=True, net=net))[1]
+
+
+def _all_norms(geometry):
+    return np.concatenate([np.ravel(geometry.norms1), np.ravel(geometry.norms2)])
 
 
 def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
@@ -94,23 +99,21 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all",
       depth: number of hidden layers L ≥ 0 (L = 0: linear model).
       activation: "relu", "linear", ("leaky_relu", α) or a slope α ∈ [0, 1].
       trainable: "all", "first" (W⁽¹⁾ only, v1 Thm 5.3 / v2 Thm 4.2), "last" (read-out only, the
-        NNGP), or 0-based layer indices (0 = W⁽¹⁾, L = read-out).
+        NNGP), or 0-based layer indices (0 = W⁽¹⁾, L = read-out; with biases a layer is its
+        W and b).
+      w_std, b_std, residual: as in ``infinite_nngp`` (``ntkcond.infinite.family``).
 
     Returns:
       (n1, n2) float64 kernel.
     """
-    net = resolve_net(activation, w_std, b_std, residual, "infinite_ntk")
+    act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, "infinite_ntk")
     depth = as_depth(depth, "infinite_ntk")
     layers = resolve_trainable(trainable, depth, "infinite_ntk")
-    if net is not None:
-        out = next(family_kernels(x1, x2, [depth], net, set(layers), "infinite_ntk",
-                                  angles=False))
-        return np.array(np.broadcast_to(out["ntk"], out["nngp"].shape))
-    act = parse_activation(activation)
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk")
-    check_scale(scale, "infinite_ntk")
-    _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
-    return scale * T
+    geometry = pair_geometry(x1, x2, "infinite_ntk")
+    check_scale(geometry, "infinite_ntk")
+    check_net(net, _all_norms(geometry), geometry.d, depth, "infinite_ntk")
+    return next(recursion(geometry, act, [depth], set(layers), overwrite=True, net=net))[1]
 
 
 def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
@@ -122,19 +125,15 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     Returns:
       (L + 1, n1, n2) float64; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
     """
-    net = resolve_net(activation, w_std, b_std, residual, "infinite_ntk_layers")
-    depth = as_depth(depth, "infinite_ntk_layers")
-    if net is not None:
-        layers_out = [next(family_kernels(x1, x2, [depth], net, {i}, "infinite_ntk_layers",
-                                          angles=False)) for i in range(depth + 1)]
-        return np.stack([np.broadcast_to(o["ntk"], o["nngp"].shape) for o in layers_out])
     act = parse_activation(activation)
-    angle, cos, scale = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
-    check_scale(scale, "infinite_ntk_layers")
-    out = np.empty((depth + 1,) + angle.shape)
+    net = resolve_net(act, w_std, b_std, residual, "infinite_ntk_layers")
+    depth = as_depth(depth, "infinite_ntk_layers")
+    geometry = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
+    check_scale(geometry, "infinite_ntk_layers")
+    check_net(net, _all_norms(geometry), geometry.d, depth, "infinite_ntk_layers")
+    out = np.empty((depth + 1,) + geometry.angle.shape)
     for i in range(depth + 1):
-        _, T, _, _, _ = next(gradient_recursion(angle, cos, [depth], act, {i}))
-        out[i] = scale * T
+        next(recursion(geometry, act, [depth], {i}, out={depth: out[i]}, net=net))
     return out
 
 
@@ -151,28 +150,31 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
 
     Args:
       x1: (n1, d) inputs; x2: (n2, d), default x1.
-      depth, activation, trainable: as in ``infinite_ntk``.
+      depth, activation, trainable, w_std, b_std, residual: as in ``infinite_ntk``. With
+        biases or residual blocks φ depends on the norms too; near-duplicate pairs keep
+        relative precision ~eps·max(1, |‖x‖ − ‖x'‖|/(‖x‖θ²)) (``ntkcond.infinite.family``).
 
     Returns:
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
     """
-    net = resolve_net(activation, w_std, b_std, residual, "gradient_angles")
-    return _gradient_angles(x1, x2, depth, activation, trainable, "gradient_angles", net)
-
-
-def _gradient_angles(x1, x2, depth, activation, trainable, where, net=None):
+    where = "gradient_angles"
+    act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
-    if net is not None:
-        return angles_of(next(family_kernels(x1, x2, [depth], net, set(layers), where)),
-                         x2 is None)
-    act = parse_activation(activation)
-    angle, cos, _ = pair_geometry(x1, x2, where)
-    if act.is_linear:
-        return angle
-    _, _, R, Z, _ = next(gradient_recursion(angle, cos, [depth], act, set(layers)))
+    geometry = pair_geometry(x1, x2, where)
+    check_net(net, _all_norms(geometry), geometry.d, depth, where)
+    return _gradient_angles(geometry, x2 is None, depth, act, layers, net)
+
+
+def _gradient_angles(geometry, same, depth, act, layers, net=None):
+    """``gradient_angles`` on checked arguments: the geometry, the parsed activation, layers."""
+    if act.is_linear and (net is None or (not net.b_std and net.residual is None)):
+        return geometry.angle
+    _, _, R, Z = next(recursion(geometry, act, [depth], set(layers), kernel=False, angles=True,
+                                net=net))
     phi = angle_from(R, Z)
-    if x2 is None:
+    if same:
         np.fill_diagonal(phi, 0.0)
     return phi
 
@@ -205,18 +207,20 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
         raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
+    act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, where)
     depth = as_depth(depth, where)
-    net = resolve_net(activation, w_std, b_std, residual, where)
-    if net is not None and not (net.act.is_leaky and not net.b_std and net.residual is None):
-        return argmin_upper(_gradient_angles(x, None, depth, activation, trainable, where, net))
+    layers = resolve_trainable(trainable, depth, where)
+    if net is not None and not (act.is_leaky and not net.b_std and net.residual is None):
+        geometry = pair_geometry(x, None, where)
+        check_net(net, _all_norms(geometry), geometry.d, depth, where)
+        return argmin_upper(_gradient_angles(geometry, True, depth, act, layers, net))
     if method == "pairs":
-        parse_activation(activation)
-        resolve_trainable(trainable, depth, where)
         xh, _ = normalised_rows(x, where, "x")
-        found = smallest_from_extremes(extreme_pairs(xh, x=x), activation, [depth], trainable)[depth]
+        found = smallest_from_extremes(extreme_pairs(xh, x=x), act, [depth], trainable)[depth]
         if found is not None:
             return found
-    phi = _gradient_angles(x, None, depth, activation, trainable, where)
+    phi = _gradient_angles(pair_geometry(x, None, where), True, depth, act, layers)
     return argmin_upper(phi)
 
 
@@ -252,36 +256,31 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all", w_std=None, b_
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
-    net = resolve_net(activation, w_std, b_std, residual, "depth_sweep")
-    depths, layers = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not later
-    if net is not None:
-        return _family_sweep(x, depths, net, layers)
-    return sweep_geometry(pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2), depths,
-                          activation, trainable)
+    act = parse_activation(activation)
+    net = resolve_net(act, w_std, b_std, residual, "depth_sweep")
+    depths, layers = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
+    geometry = pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2)
+    check_scale(geometry, "depth_sweep")
+    check_net(net, _all_norms(geometry), geometry.d, max(depths), "depth_sweep")
+    return _sweep(geometry, depths, act, layers, net)
 
 
 def sweep_geometry(geometry, depths, activation, trainable) -> Iterator[DepthKernel]:
-    """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations.
+    """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations
+    (left unchanged).
 
     The arguments are checked when this is called, not when the first item is drawn.
     """
     act = parse_activation(activation)
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")
-    check_scale(geometry[2], "depth_sweep")
+    check_scale(geometry, "depth_sweep")
     return _sweep(geometry, depths, act, layers)
 
 
-def _family_sweep(x, depths, net, layers) -> Iterator[DepthKernel]:
-    runs = family_kernels(x, None, depths, net, layers, "depth_sweep")  # checks run here
-    return (DepthKernel(depth=out["depth"], ntk=np.array(np.broadcast_to(
-        out["ntk"], out["nngp"].shape)), angles=angles_of(out, True)) for out in runs)
-
-
-def _sweep(geometry, depths, act, layers) -> Iterator[DepthKernel]:
-    angle, cos, scale = geometry
-    for L, T, R, Z, _ in gradient_recursion(angle, cos, depths, act, layers):
-        phi = angle.copy() if act.is_linear else angle_from(R, Z)
+def _sweep(geometry, depths, act, layers, net=None) -> Iterator[DepthKernel]:
+    """The sweep on checked arguments: kernels and angles from one ``recursion``."""
+    plain = act.is_linear and net is None
+    for L, K, R, Z in recursion(geometry, act, depths, layers, angles=not plain, net=net):
+        phi = geometry.angle.copy() if plain else angle_from(R, Z)
         np.fill_diagonal(phi, 0.0)
-        yield DepthKernel(depth=L, ntk=scale * T, angles=phi)
-
-
+        yield DepthKernel(depth=L, ntk=K, angles=phi)

@@ -46,7 +46,7 @@ on a loaded 2-core machine, once per process). A planted non-unimodal T is refus
 **Rounding.** Interval endpoints are widened after every operation: by 8 units in the last
 place (2⁻⁵⁰ relative) after +, −, ×, ÷ (each correctly rounded, error ≤ 2⁻⁵³), by 2⁻⁴⁶ after
 sin and cos (libm/SIMD error ≤ 4 ulp), and by 2⁻⁴⁴ after one float64 evaluation of the layer
-map g (cancellation-free, ``_recursion.layer_step``; its error against 50-digit mpmath is
+map g (cancellation-free, ``ntkcond.infinite.recursion.layer_step``; its error against 50-digit mpmath is
 ≤ 2⁻⁵⁰ on [0, π], ``tests/test_unimodal.py``). β is enclosed with a 2⁻⁴⁶ margin. So the
 enclosures contain the exact T, T', T'' of the real-number recursion, under the stated libm
 accuracy; ``floor`` is shaved by a further 2⁻⁴⁰ relative.
@@ -62,7 +62,7 @@ import numpy as np
 
 from .._core.checks import sweep_layers
 from ..activations import parse_activation
-from ._recursion import angle_from, derivative_slope, layer_step
+from .recursion import angle_from, derivative_slope, layer_step
 
 __all__ = ["Certificate", "certify", "enclose_recursion", "sign_pattern_certificate"]
 

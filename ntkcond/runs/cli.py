@@ -17,10 +17,7 @@ import os
 import sys
 
 from .. import datasets
-
-#: Largest depth the scripts accept: the recursion costs O(L) passes over an n × n matrix per
-#: kernel, and κ and the angles have long converged there (``angles.infinite_depth_kappa``).
-MAX_DEPTH = 10_000
+from .._core.checks import MAX_DEPTH, as_depth
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -51,7 +48,8 @@ def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = T
 
 
 def parse_depths(text: str) -> list[int]:
-    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0."""
+    """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, under the library's one depth
+    contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``)."""
     depths = set()
     try:
         for part in text.split(","):
@@ -65,9 +63,12 @@ def parse_depths(text: str) -> list[int]:
                 depths.add(int(part))
     except ValueError:
         raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
-    if not depths or min(depths) < 0 or max(depths) > MAX_DEPTH:
-        raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}")
-    return sorted(depths)
+    try:
+        if not depths:
+            raise ValueError
+        return sorted(as_depth(L, "--depths") for L in depths)
+    except ValueError:
+        raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
 
 
 def parse_width(text: str):

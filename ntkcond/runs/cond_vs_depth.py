@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from .. import datasets
-from .._core.checks import as_int
+from .._core.checks import as_depth, as_int
 from .._core.io import atomic_savefig, atomic_write
 from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
@@ -87,10 +87,13 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         part of the configuration (config.json) and of every record.
     """
     where = "cond_vs_depth"
-    depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    parsed = [parse_activation(a) for a in activations]
-    acts = [a.name for a in parsed]
-    opts = net_options(w_std, b_std, residual, where=where, activations=parsed)
+    depths = sorted({as_depth(L, where) for L in depths})
+    parsed = {}
+    for a in activations:  # parsed once here; the batches get the Activation objects
+        act = parse_activation(a)
+        parsed.setdefault(act.name, act)
+    acts = list(parsed)
+    opts = net_options(w_std, b_std, residual, where=where, activations=list(parsed.values()))
     if opts and any(w != "inf" for w in widths):
         finite_net_factory(opts, where)  # fails now, not after the infinite-width kernels
     widths = sorted(set(widths), key=_width_key)
@@ -134,11 +137,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                 meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
                 if width == "inf":
                     new = iter_infinite_batch(ds.x[index], index, depths=missing,
-                                              activations=group_acts, trainable=trainable,
+                                              activations=[parsed[a] for a in group_acts], trainable=trainable,
                                               meta=meta, on_spectrum=hook, **opts)
                 else:
                     new = iter_finite_batch(ds.x[index], index, depths=missing,
-                                            activations=group_acts, width=width,
+                                            activations=[parsed[a] for a in group_acts], width=width,
                                             seeds=group_seeds, trainable=trainable, meta=meta,
                                             on_spectrum=hook, nets=nets, **opts)
                 for rec in new:

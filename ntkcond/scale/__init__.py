@@ -6,9 +6,18 @@ over all pairs without an n × n matrix (its block-row sweeps and checkpoints in
 ``_pair_sweeps``); ``kernel_angle``: the same at finite width, from per-layer features;
 ``tiles``: the n × n infinite-width NTK in b × b tiles on worker threads; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
 eigvalsh); ``matrix_free``: the same κ_eff without storing the kernel (Nyström-preconditioned
-LOBPCG).
+LOBPCG); ``bounds``: certified brackets of λmin, λmax and κ of the infinite-width NTK of a whole
+data set from one pass of GEMM blocks (the power series, Schur + Gershgorin, Prop 4.1).
 """
 from .._core.memory import InsufficientMemoryError as InsufficientMemoryError
+from .bounds import (
+    ConditionBounds as ConditionBounds,
+    LambdaMinBound as LambdaMinBound,
+    Separation as Separation,
+    condition_number_bounds as condition_number_bounds,
+    data_separation as data_separation,
+    lambda_min_lower_bound as lambda_min_lower_bound,
+)
 from .conditioning import (
     MatrixFreeConditioning as MatrixFreeConditioning,
     blockwise_ntk as blockwise_ntk,

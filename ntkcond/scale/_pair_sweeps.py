@@ -28,7 +28,7 @@ __all__ = ["pairs_route", "recursion_fallback", "recursion_route"]
 
 _CHECKPOINT_KIND = "ntkcond.streaming_smallest_angles"
 _CHECKPOINT_VERSION = 1
-_PAIRS_KIND = "ntkcond.streaming_smallest_angles.pairs"
+_PAIRS_KIND = _CHECKPOINT_KIND + ".pairs"  # the same value as before: checkpoints still resume
 
 
 def _row_pairs(n: int, r0: int, r1: int) -> int:
@@ -122,7 +122,9 @@ def _save_checkpoint(path, fingerprint, next_row_block, best, seconds):
 def recursion_fallback(xh, x, plan, targets, trainable, workers, checkpoint, options):
     """The recursion over all pairs for the (activation, depth) targets not certified."""
     names = list(dict.fromkeys(name for name, _ in targets))
-    sub = AnglePlan(sorted({L for _, L in targets}), names, trainable, options["where"])
+    acts = [a for a in plan.activations if a.name in names]
+    sub = AnglePlan(sorted({L for _, L in targets}), acts, trainable, options["where"])
+    sub.norms, sub.d = plan.norms, plan.d
     path = None if checkpoint is None else checkpoint + ".recursion"
     best, _, _, _ = recursion_route(xh, sub, trainable, workers=workers, checkpoint=path, x=x,
                                      **options)

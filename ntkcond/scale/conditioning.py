@@ -27,16 +27,16 @@ import numpy as np
 
 from .._core.checks import as_data
 from .._core.memory import check_memory
+from ..activations import Net
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
-from .tiles import Tiles, kernel_recursion, kernel_tile, prepare, resolve_workers
+from .tiles import Tiles, kernel_tile, prepare, resolve_workers
 
 __all__ = [
     "MatrixFreeConditioning",
     "blockwise_ntk",
     "default_sketch",
     "exact_conditioning",
-    "kernel_recursion",
     "kernel_tile",
     "matrix_free_conditioning",
 ]
@@ -53,12 +53,19 @@ def blockwise_ntk(
     devices=None,
     memory_limit: int | None = None,
     workers: int | None = None,
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> dict[int, np.ndarray]:
     """Infinite-width NTKs (n × n, float64) for several depths, built block by block.
 
-    The kernel of ``infinite_ntk(x, depth=L, ...)`` (eq. (2) of ``infinite``) to rounding
-    (≤ 3e-15 of its scale; module docstring), computed on the upper-triangle tiles and mirrored
-    (exactly symmetric); all depths share one Gram tile and one pass of the recursion.
+    The kernel of ``infinite_ntk(x, depth=L, ...)`` (``ntkcond.infinite.kernels`` eq. (2)),
+    computed on the upper-triangle tiles by the same geometry and recursion
+    (``ntkcond.scale.tiles``) and mirrored (exactly symmetric); all depths share one Gram tile
+    and one pass of the recursion. numpy backend: equal to ``infinite_ntk`` bit for bit where
+    the blocked Gram products round as the whole one (n ≤ ``block``: one tile), else to the
+    rounding of those products; jax backend: the same formula in jax.numpy (XLA's sqrt/atan2
+    differ in the last bits: ≲ 1e-14 of max|K|).
 
     Args:
       x: (n, d) inputs without zero rows.
@@ -70,6 +77,7 @@ def blockwise_ntk(
       devices: jax backend: None (all), a count, or a list of devices.
       memory_limit: bytes allowed (default: the available memory).
       workers: numpy backend: threads (default the BLAS thread count).
+      w_std, b_std, residual: the general net of ``infinite_ntk`` (numpy backend only).
 
     Returns:
       {L: (n, n) float64 kernel}.
@@ -78,13 +86,17 @@ def blockwise_ntk(
       InsufficientMemoryError: the kernels (8n² bytes per depth) do not fit.
     """
     return _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
-                          workers, "blockwise_ntk")
+                          workers, "blockwise_ntk", (w_std, b_std, residual))
 
 
 def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
-                   workers, where):
+                   workers, where, family=(None, None, None)):
     """``blockwise_ntk`` with the caller's name in its errors."""
-    xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block,
+                                                          where, *family)
+    if backend == "jax" and isinstance(act, Net):
+        raise ValueError(f"{where}: w_std/b_std/residual run on backend 'numpy' only, got "
+                         "backend 'jax'")
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
                   memory_limit, where)
@@ -101,12 +113,12 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
     if backend == "jax":
         from .sharded import ShardedKernelBlocks
 
-        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where).row
+        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where, x).row
         for r0 in range(0, n, block):
             for c0, c1, blocks in rows(r0, min(n, r0 + block)):
                 place(None, r0, min(n, r0 + block), c0, c1, blocks)
     else:
-        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where)).run(place)
+        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where), x=x).run(place)
     return out
 
 
@@ -123,6 +135,9 @@ def exact_conditioning(
     memory_limit: int | None = None,
     workers: int | None = None,
     timings: dict | None = None,
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> dict[int, Conditioning]:
     """Exact κ_eff of the infinite-width NTK of all rows of x, per depth (module docstring).
 
@@ -130,7 +145,8 @@ def exact_conditioning(
     place. Memory 8n² bytes per depth, checked first.
 
     Args:
-      x, depths, activation, trainable, block, backend, workers: as ``blockwise_ntk``.
+      x, depths, activation, trainable, block, backend, workers, w_std, b_std, residual: as
+        ``blockwise_ntk``.
       rtol, atol: cutoff τ = max(atol, rtol·λ_max), default rtol = n·eps₆₄ (``conditioning``).
       memory_limit: bytes allowed (default: the available memory).
       timings: a dict to receive the wall seconds of the phases: "build" (all depths'
@@ -149,7 +165,7 @@ def exact_conditioning(
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     start = time.perf_counter()
     kernels = _blockwise_ntk(x, depths, activation, trainable, block, backend, None, memory_limit,
-                             workers, where)
+                             workers, where, (w_std, b_std, residual))
     built = time.perf_counter()
     out = {}
     for L in sorted(kernels):

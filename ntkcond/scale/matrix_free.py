@@ -134,8 +134,9 @@ class KernelOperator:
     """K·V for the infinite-width NTK without storing K: one pass over the tiles per product
     (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
-    def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0):
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes)
+    def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0,
+                 x=None):
+        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x)
         self.depth = depth
         self.n = xh.shape[0]
         self.passes = 0
@@ -222,6 +223,9 @@ def matrix_free_conditioning(
     top: int = 4,
     workers: int | None = None,
     cache: int | None = None,
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> MatrixFreeConditioning:
     """κ_eff of the infinite-width NTK of all rows of x without storing the kernel.
 
@@ -259,6 +263,7 @@ def matrix_free_conditioning(
         about a third of the time). Default None: up to half the memory available at the
         call, less the solver's own n × (r + 8k) arrays; 0: none, memory O(n·(b + r + k))
         only. The result reports ``cache_bytes`` and ``cached_fraction``.
+      w_std, b_std, residual: the general net of ``infinite_ntk`` (``ntkcond.infinite.family``).
 
     Returns:
       ``MatrixFreeConditioning``.
@@ -268,7 +273,8 @@ def matrix_free_conditioning(
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block, where)
+    x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block,
+                                                          where, w_std, b_std, residual)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     if act.is_linear:
@@ -285,7 +291,7 @@ def matrix_free_conditioning(
     if cache is None:  # half the available memory, less the solver's blocks
         cache = max(0, available_memory() // 2 - 8 * n * (3 * rank + 8 * k + 4 * top))
     cache = as_int(cache, "cache", where, 0)
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache)
+    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.

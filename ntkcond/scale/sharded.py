@@ -3,8 +3,8 @@
 One block row of pairs (b rows × the columns right of them) is cut into chunks of D·b columns,
 D the number of devices; each chunk is laid out over a 1-D device mesh ("d") with
 ``NamedSharding(mesh, P("d"))``, every device computing its b × b block with the same
-recursion as the numpy path (``ntkcond.angles.gradient_recursion`` with ``xp=jax.numpy``,
-under ``jax.jit``), and returning only its block minima. No home-made distribution layer:
+recursion as the numpy path (``ntkcond.infinite.recursion.recursion`` with ``xp=jax.numpy``,
+under ``jax.jit``), and returning its block minima, or its kernel block. No home-made distribution layer:
 XLA places and runs the blocks; the host merges a few numbers per device.
 
 It runs unchanged on one CPU, several GPUs or a TPU slice:
@@ -14,8 +14,8 @@ It runs unchanged on one CPU, several GPUs or a TPU slice:
 
 Pairs within 0.1 rad of 0 or π are flagged on the device (up to ``_REFINE_CAPACITY`` per block)
 and recomputed on the host in float64, exactly from the original rows
-(``ntkcond.infinite.geometry.exact_angles``), with the numpy recursion, as in
-``ntkcond.infinite``; a block with more flagged pairs is recomputed on the host whole.
+(``ntkcond.infinite.geometry.pair_list_geometry``), with the numpy recursion, as in
+``ntkcond.infinite.kernels``; a block with more flagged pairs is recomputed on the host whole.
 
 The pairs route of ``streaming_smallest_angles`` (``ShardedExtremeBlocks``) needs only the
 Gram blocks: each device returns its block's max/min cosine over pairs i < j and the pairs
@@ -30,8 +30,8 @@ import functools
 import numpy as np
 
 from .._core.x64 import x64
-from ..infinite._recursion import angle_from, gradient_recursion
-from ..infinite.geometry import REFINE_WITHIN, kahan_angles
+from ..infinite.geometry import REFINE_WITHIN, pair_list_geometry
+from ..infinite.recursion import PairGeometry, angle_from, recursion
 from .blocks import INPUT, merge_candidates, numpy_angle_block, numpy_kernel_blocks
 
 __all__ = ["device_mesh"]
@@ -161,16 +161,16 @@ def _merge_refined(cand, xh, rows, cols, plan, x=None):
     """Exact angles of flagged pairs (from the rows x when given, else Kahan on the unit rows;
     ``ntkcond.infinite.geometry.kahan_angles``) and the numpy recursion, merged into ``cand``."""
 
-    angle = kahan_angles(xh, xh, rows, cols, x, x)
-    cos = np.cos(angle)
+    geometry = pair_list_geometry(xh, rows, cols, x)
 
     def best_of(values):
         k = np.lexsort((cols, rows, values))[0]  # smallest value, then row-major first
         return float(values[k]), int(rows[k]), int(cols[k])
 
-    found = {INPUT: best_of(angle)}
+    found = {INPUT: best_of(geometry.angle)}
     for act in plan.nonlinear:
-        for L, _, R, Z, _ in gradient_recursion(angle, cos, plan.depths, act, plan.layers):
+        for L, _, R, Z in recursion(geometry, act, plan.depths, plan.layers, kernel=False,
+                                    angles=True):
             found[(act.name, L)] = best_of(angle_from(R, Z))
     merge_candidates(cand, found)
 
@@ -199,8 +199,10 @@ def _device_block(xr, xc, r0, c0, *, n, plan):
         second.append(c.ravel()[k])
 
     pick(angle, angle, angle)
+    geometry = PairGeometry(angle, cos)
     for act in plan.nonlinear:
-        for _, _, R, Z, _ in gradient_recursion(angle, cos, plan.depths, act, plan.layers, jnp):
+        for _, _, R, Z in recursion(geometry, act, plan.depths, plan.layers, kernel=False,
+                                    angles=True, xp=jnp):
             pick(R / Z, R, Z)
     (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
     count = jnp.sum(flagged)
@@ -325,9 +327,8 @@ class ShardedKernelBlocks(_MeshedRows):
                     if count[dev]:
                         i, j = np.divmod(flagged[dev, : count[dev]].astype(np.int64), b)
                         rows, cols = r0 + i, c0 + j
-                        angle = kahan_angles(self.xh, self.xh, rows, cols, self.x, self.x)
-                        for L, Tr, _, _, _ in gradient_recursion(angle, np.cos(angle), self.depths,
-                                                                  self.act, self.layers):
+                        geometry = pair_list_geometry(self.xh, rows, cols, self.x)
+                        for L, Tr, _, _ in recursion(geometry, self.act, self.depths, self.layers):
                             blocks[L][i, j] = Tr
                     scale = np.outer(self.norms[r0:r1], self.norms[c0:c1]) / self.d
                     yield c0, c1, {L: scale * K for L, K in blocks.items()}
@@ -345,6 +346,7 @@ def _device_kernel_block(xr, xc, r0, c0, *, n, act, depths, layers):
     cos = jnp.clip(jnp.matmul(xr, xc.T, precision=jax.lax.Precision.HIGHEST), -1.0, 1.0)
     angle = angle_from(1.0 - cos, 1.0 + cos, jnp)
     flagged = valid & ((angle < REFINE_WITHIN) | (angle > np.pi - REFINE_WITHIN))
-    T = jnp.stack([Tl for _, Tl, _, _, _ in gradient_recursion(angle, cos, depths, act, layers, jnp)])
+    T = jnp.stack([Tl for _, Tl, _, _ in recursion(PairGeometry(angle, cos), act, depths, layers,
+                                                      xp=jnp)])
     (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
     return T[None], idx[None], jnp.sum(flagged)[None]

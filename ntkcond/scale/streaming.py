@@ -57,7 +57,7 @@ import dataclasses
 import math
 
 from .._core.checks import as_block, as_data
-from ..activations import parse_activation
+from ..activations import Net, parse_activation
 from ..infinite.extremes import smallest_from_extremes
 from ..infinite.geometry import normalised_rows
 from ._pair_sweeps import pairs_route, recursion_fallback, recursion_route
@@ -163,6 +163,9 @@ def streaming_smallest_angles(
     progress: bool = False,
     max_row_blocks: int | None = None,
     method: str = "pairs",
+    w_std=None,
+    b_std=None,
+    residual=None,
 ) -> StreamingAngles:
     """Smallest infinite-width gradient angle over all pairs of rows of x, per activation and depth.
 
@@ -174,7 +177,10 @@ def streaming_smallest_angles(
     go through the recursion over all pairs. ``method="recursion"``: the recursion over all
     pairs for every target (module docstring), the reference.
     Either way memory is O(b² + n·d) and the result equals ``smallest_gradient_angle(x,
-    depth=L, ...)`` for every L.
+    depth=L, ...)`` for every L. With ``w_std``/``b_std``/``residual`` (the general nets of
+    ``ntkcond.infinite.family``, numpy backend) no certificate is proved (biases make the
+    input norms matter): those targets always go through the recursion, and ``fallback``
+    lists them (their names carry the net, e.g. ``erf,w_std=1.5,b_std=0.1``).
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
@@ -198,6 +204,7 @@ def streaming_smallest_angles(
       max_row_blocks: stop after this many block rows in this call (with ``checkpoint``, to
         split a long run; the result then covers only the rows done so far).
       method: "pairs" (default) or "recursion".
+      w_std, b_std, residual: the general net of ``infinite_ntk`` for every activation.
 
     Returns:
       ``StreamingAngles`` (angles in radians).
@@ -214,13 +221,26 @@ def streaming_smallest_angles(
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     block = as_block(block, where, 2)
-    plan = AnglePlan(depths, activations, trainable, where)
+    family = None if (w_std, b_std, residual) == (None, None, None) else (w_std, b_std, residual)
+    plan = AnglePlan(depths, activations, trainable, where, family)
+    if plan.nets:
+        if backend == "jax":
+            raise ValueError(f"{where}: w_std/b_std/residual run on backend 'numpy' only, got "
+                             "backend 'jax'")
+        backend = "numpy"
     backend = _choose_backend(backend, where)
     if dtype not in ("float64", "float32"):
         raise ValueError(f"{where}: expected dtype 'float64' or 'float32', got {dtype!r}")
     if backend == "numpy" and dtype != "float64":
         raise ValueError(f"{where}: the numpy backend computes in float64; got dtype {dtype!r}")
-    xh, _ = normalised_rows(x, where, "x")  # x stays: pairs near 0 or π are exact from it
+    xh, norms = normalised_rows(x, where, "x")  # x stays: pairs near 0 or π are exact from it
+    if plan.nets:
+        from ..infinite.family import check_net
+
+        plan.norms, plan.d = norms, d
+        for act in plan.nonlinear:
+            check_net(act if isinstance(act, Net) else None, norms, d, max(plan.depths),
+                      where)
     options = dict(block=block, backend=backend, devices=devices, dtype=dtype, progress=progress,
                    max_row_blocks=max_row_blocks, where=where)
     if method == "recursion":
@@ -231,6 +251,9 @@ def streaming_smallest_angles(
         ext, n_devices, seconds, start_row = pairs_route(xh, checkpoint=checkpoint, x=x, **options)
         best, fallback = {INPUT: ext.closest}, []
         for act in plan.nonlinear:
+            if isinstance(act, Net):  # no certificate: the recursion, said in fallback
+                fallback.extend((act.name, L) for L in plan.depths)
+                continue
             found = smallest_from_extremes(ext, act, plan.depths, trainable)
             for L, item in found.items():
                 if item is None:

@@ -18,13 +18,16 @@ from ...finite.empirical import empirical_ntk
 from ...finite.models import mlp
 from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
+from ...infinite.power_series import ntk_power_series
+from ...scale.bounds import condition_number_bounds
 from ...spectrum import lambda_min_upper_bound
 
 
 @dataclasses.dataclass(frozen=True)
 class Formulas:
-    """The closed forms under test (``ntkcond.angles`` by default; ``infinite_ntk`` and the
-    closest-pair bound ``lambda_min_upper_bound`` of Prop 4.1 from ``ntkcond``)."""
+    """The closed forms under test (``ntkcond.angles`` by default; ``infinite_ntk``, the
+    closest-pair bound ``lambda_min_upper_bound`` of Prop 4.1, the power series
+    ``ntk_power_series`` and the κ bracket ``condition_number_bounds`` from ``ntkcond``)."""
 
     angle_map: Callable = _angles.angle_map
     derivative_factor: Callable = _angles.derivative_factor
@@ -35,6 +38,8 @@ class Formulas:
     infinite_depth_kappa: Callable = _angles.infinite_depth_kappa
     infinite_ntk: Callable = infinite_ntk
     lambda_min_upper_bound: Callable = lambda_min_upper_bound
+    ntk_power_series: Callable = ntk_power_series
+    condition_number_bounds: Callable = condition_number_bounds
 
 
 #: A claim's verdict: checked and held, checked and did not hold, or not checked (with why).

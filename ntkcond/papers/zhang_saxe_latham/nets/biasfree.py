@@ -52,7 +52,7 @@ import dataclasses
 import numpy as np
 
 from ...._core.checks import as_int, positive
-from ....activations import parse_activation
+from ....activations import parse_unit_slope
 from ._net_checks import as_array, as_weights, as_xy
 from .training import TrainResult, train_network
 
@@ -95,7 +95,7 @@ def network_apply(weights, x, activation="relu") -> np.ndarray:
     Returns:
       (n, k) outputs.
     """
-    act = parse_activation(activation)
+    act = parse_unit_slope(activation, "network_apply")
     x = as_array(x, "network_apply", "x")
     ws = as_weights(weights, "network_apply", d=x.shape[1])
     h = x
@@ -136,7 +136,7 @@ def odd_linear_map(W1, W2, activation="relu") -> np.ndarray:
       (k, d) float64 matrix with (f(x) − f(−x))/2 = M x.
     """
     W1, W2 = as_weights([W1, W2], "odd_linear_map")
-    return (1.0 + parse_activation(activation).slope) / 2.0 * (W2 @ W1)
+    return (1.0 + parse_unit_slope(activation).slope) / 2.0 * (W2 @ W1)
 
 
 def mode_strength(W1, W2, u, v, activation="relu") -> float:
@@ -250,7 +250,7 @@ def aligned_init(u, v, *, u0: float, activation="relu", pairs: int = 1, seed: in
     u = as_array(u, where, "u", ndim=(1,))
     v = as_array(v, where, "v", ndim=(1,))
     u, v = u / np.linalg.norm(u), v / np.linalg.norm(v)
-    c = (1.0 + parse_activation(activation).slope) / 2.0
+    c = (1.0 + parse_unit_slope(activation).slope) / 2.0
     pairs = as_int(pairs, "pairs", where, 1)
     b = np.random.default_rng(seed).standard_normal(pairs)
     b *= np.sqrt(positive(u0, "u0", where) / (2.0 * c) / np.sum(b**2))
@@ -317,7 +317,7 @@ def linear_equivalence(x, y, W1, W2, *, activation="relu", lr: float, steps: int
     Exactly equal (to round-off) when the data are symmetric and the init mirrored (module
     docstring); otherwise the deviations measure how far the equivalence fails.
     """
-    act = parse_activation(activation)
+    act = parse_unit_slope(activation)
     c = (1.0 + act.slope) / 2.0
     x, y = as_xy(x, y, "linear_equivalence")
     W1, W2 = as_weights([W1, W2], "linear_equivalence", d=x.shape[1], k=y.shape[1])
@@ -398,7 +398,7 @@ def first_layer_ntk(W1, W2, x1, x2=None, activation="relu") -> np.ndarray:
       (n1, n2) float64.
     """
     where = "first_layer_ntk"
-    act = parse_activation(activation)
+    act = parse_unit_slope(activation)
     x1 = as_array(x1, where, "x1")
     x2 = x1 if x2 is None else as_array(x2, where, "x2")
     W1, W2 = as_weights([W1, W2], where, d=x1.shape[1])

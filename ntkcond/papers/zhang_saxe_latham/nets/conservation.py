@@ -40,7 +40,7 @@ import dataclasses
 
 import numpy as np
 
-from ....activations import parse_activation
+from ....activations import parse_unit_slope
 from ._net_checks import as_weights, as_xy
 from .biasfree import network_apply
 from .training import TrainResult, train_network
@@ -99,7 +99,7 @@ def rank_one_breaking(x, y, W1, W2, *, activation="relu") -> float:
     for one output (k = 1) and weights on the structure (r from ``rank_one_direction``).
     """
     where = "rank_one_breaking"
-    alpha = parse_activation(activation).slope
+    alpha = parse_unit_slope(activation).slope
     x, y = as_xy(x, y, where)
     W1, W2 = as_weights([W1, W2], where, d=x.shape[1], k=y.shape[1])
     if W2.shape[0] != 1:

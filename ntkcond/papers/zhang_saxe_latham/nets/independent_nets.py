@@ -93,7 +93,7 @@ import dataclasses
 
 import numpy as np
 
-from ....activations import parse_activation
+from ....activations import parse_unit_slope
 from ._groups import as_groups, group_geometry, pair_data, require_orthogonal
 from ._net_checks import as_weights, as_xy
 from .biasfree import network_apply
@@ -212,7 +212,7 @@ def pair_nets(x, y, W1, W2, *, activation="relu", groups=None) -> IndependentNet
     and m₀ = 0: the predicted loss stays at Σ_G (1/n)‖y_G‖².
     """
     where = "pair_nets"
-    alpha = parse_activation(activation).slope
+    alpha = parse_unit_slope(activation, where).slope
     v, y_half, gs = pair_data(x, y, groups, where)
     W1, W2 = as_weights([W1, W2], where, d=v.shape[1], k=y_half.shape[1])
     rho, Y, _, _ = group_geometry(v, y_half, gs, where)

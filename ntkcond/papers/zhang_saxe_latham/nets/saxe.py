@@ -36,7 +36,7 @@ import numbers
 import numpy as np
 
 from ...._core.checks import positive
-from ....activations import parse_activation
+from ....activations import parse_unit_slope
 
 __all__ = [
     "time_rescaling",
@@ -58,7 +58,7 @@ def time_rescaling(activation) -> float:
     Args:
       activation: anything ``ntkcond.parse_activation`` accepts (slope α ∈ [0, 1]).
     """
-    return (1.0 + parse_activation(activation).slope) / 2.0
+    return (1.0 + parse_unit_slope(activation, "time_rescaling").slope) / 2.0
 
 
 def saxe_mode_strength(t, *, s: float, u0: float, c: float = 1.0, tau: float = 1.0) -> np.ndarray:

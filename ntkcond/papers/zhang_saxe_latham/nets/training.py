@@ -21,7 +21,7 @@ import numpy as np
 
 from ...._core.checks import as_int, positive
 from ...._core.x64 import x64
-from ....activations import Activation, parse_activation
+from ....activations import Activation, parse_unit_slope
 from ._net_checks import as_weights, as_xy
 
 __all__ = ["TrainResult", "train_network", "train_network_batch", "train_two_layer"]
@@ -105,7 +105,7 @@ class TrainResult:
 
 
 def _check_run(where, activation, lr, steps, snapshot_every, loss, method):
-    act = parse_activation(activation)
+    act = parse_unit_slope(activation, where)
     lr = positive(lr, "lr", where)
     steps = as_int(steps, "steps", where, 1)
     every = steps if snapshot_every is None else as_int(snapshot_every, "snapshot_every", where, 1)
