@@ -28,7 +28,7 @@ def test_study_writes_runs_table_and_figure_and_resumes(tmp_path):
               progress=False)
     res = st.activation_study(ds, **kw)
     names = sorted(os.listdir(tmp_path))
-    assert {"relu_b0_inf", "relu_b0_w32", "erf_b0_inf", "relu_b0.1_inf", "erf_b0.1_inf"} <= set(names)
+    assert {"relu_b0_inf", "relu_b0_w32", "erf_b0_inf", "relu_b0.1_inf", "erf_b0.1_w32"} <= set(names)
     assert {"study.csv", "study.md", "study.png"} <= set(names)
     assert os.path.getsize(res.figure) > 10_000
     rows = st.read_rows(res.csv)
@@ -36,8 +36,8 @@ def test_study_writes_runs_table_and_figure_and_resumes(tmp_path):
     assert set(inf) == {("relu", 0.0), ("erf", 0.0), ("relu", 0.1), ("erf", 0.1)}  # deep depth
     assert all(r["count"] == 2 for r in rows if r["width"] == "inf")  # two batches
     finite = [r for r in rows if r["width"] == "32"]
-    assert finite and all(r["activation"] == "relu" and r["b_std"] == 0 and r["count"] == 4
-                          for r in finite)  # 2 batches × 2 seeds
+    assert {(r["activation"], r["b_std"]) for r in finite} == set(inf)  # biases, erf too
+    assert all(r["count"] == 4 for r in finite)  # 2 batches × 2 seeds
     assert all(r["w_std"] == "1.5" for r in rows if r["activation"] == "erf")
     md = open(res.markdown).read()
     assert "| relu | 0.1 | 1.41421 | ∞ |" in md and "κ_eff L=1" in md

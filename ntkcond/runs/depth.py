@@ -236,7 +236,7 @@ def family_sweep(geometry, depths, act, trainable, w_std=None, b_std=0.0, residu
     φ = 2 atan2(√(1 − cos φ), √(1 + cos φ)) of ``family.gradient_angle_terms``.
     """
     from .._core.checks import sweep_layers
-    from ..infinite._recursion import angle_from
+    from ..infinite.recursion import angle_from
     from ..infinite.family import Net, family_recursion, gradient_angle_terms
 
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")
