@@ -27,6 +27,9 @@ from .finite import (
     empirical_ntk_features as empirical_ntk_features,
     empirical_ntk_fn as empirical_ntk_fn,
     empirical_ntk_layers as empirical_ntk_layers,
+    from_equinox as from_equinox,
+    from_flax as from_flax,
+    from_nnx as from_nnx,
     from_stax as from_stax,
     mlp as mlp,
     monte_carlo_ntk as monte_carlo_ntk,
@@ -42,14 +45,11 @@ from .infinite import (
     input_angles as input_angles,
     nngp_power_series as nngp_power_series,
     ntk_power_series as ntk_power_series,
-    PowerSeries as PowerSeries,
     smallest_gradient_angle as smallest_gradient_angle,
 )
 from .optimization import ntk_gd_loss as ntk_gd_loss, steps_to_loss as steps_to_loss
 from .scale import (
-    ConditionBounds as ConditionBounds,
     InsufficientMemoryError as InsufficientMemoryError,
-    LambdaMinBound as LambdaMinBound,
     condition_number_bounds as condition_number_bounds,
     data_separation as data_separation,
     lambda_min_lower_bound as lambda_min_lower_bound,
@@ -98,7 +98,6 @@ __all__ = [
     "smallest_gradient_angle",
     "ntk_power_series",
     "nngp_power_series",
-    "PowerSeries",
     # finite width
     "MLP",
     "mlp",
@@ -110,6 +109,9 @@ __all__ = [
     "empirical_ntk_fn",
     "StaxNet",
     "from_stax",
+    "from_flax",
+    "from_nnx",
+    "from_equinox",
     # optimisation: from κ to steps (linearised gradient descent, exact)
     "ntk_gd_loss",
     "steps_to_loss",
@@ -126,10 +128,8 @@ __all__ = [
     "device_mesh",
     # certified bounds (power series, Gershgorin, Prop 4.1) in GEMM time
     "condition_number_bounds",
-    "ConditionBounds",
     "data_separation",
     "lambda_min_lower_bound",
-    "LambdaMinBound",
     # data
     "datasets",
 ]

@@ -20,6 +20,7 @@ import sys
 from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
                               add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parse_sizes, parser, run_main)
+from ntkcond.runs.launcher import add_process_arguments
 from ntkcond.runs.cond_vs_batch import cond_vs_batch, format_table
 
 PROG = "cond_vs_batch"
@@ -39,6 +40,7 @@ def build_parser():
     p.add_argument("--block", type=int, default=1024, help="block size")
     p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     add_run_arguments(p, PROG)
+    add_process_arguments(p)
     return p
 
 

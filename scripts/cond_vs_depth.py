@@ -26,6 +26,7 @@ import sys
 from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
                               add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parse_width, parser, positive_int, run_main)
+from ntkcond.runs.launcher import add_process_arguments
 from ntkcond.runs.cond_vs_depth import cond_vs_depth, format_table
 
 PROG = "cond_vs_depth"
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-spectra", action="store_true",
                    help="keep every kernel's eigenvalues: spectra.npz and spectra.png")
     add_run_arguments(p, PROG)
+    add_process_arguments(p)
     return p
 
 

@@ -21,6 +21,7 @@ import sys
 from ntkcond.runs.cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
                               add_data_arguments, add_run_arguments, load_data, parse_depths,
                               parser, run_main)
+from ntkcond.runs.launcher import add_process_arguments
 from ntkcond.runs.min_angle import format_table, min_angle
 
 PROG = "min_angle"
@@ -44,6 +45,7 @@ def build_parser():
                    help="jax backend only: float32 blocks with highest-precision matmuls")
     p.add_argument("--workers", type=int, default=None, help="numpy: threads (default: CPUs)")
     add_run_arguments(p, PROG)
+    add_process_arguments(p)
     return p
 
 

@@ -90,6 +90,44 @@ def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, tr
     assert (nets.draws, nets.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times
 
 
+def test_records_read_each_built_kernel_without_checking_it_again(monkeypatch):
+    """Validated once: the kernels ``measure_*_batch`` build (finite: checked for NaN/Inf where
+    built; exactly symmetric by construction) reach the spectrum cores with no second
+    finiteness pass and float64 copy (``as_square_kernel``), no symmetry test and no transpose
+    (``check_symmetric``, ``symmetric_part``); ``spectrum_record``, for a kernel from outside,
+    runs each once, shared by κ and the bound, and gives the same record bit for bit."""
+    import ntkcond.spectrum._kernel_checks as checks
+    from ntkcond.infinite.kernels import depth_sweep
+    from ntkcond.runs.depth import measure_infinite_batch, spectrum_record
+
+    calls = []
+    modules = [checks] + [__import__(f"ntkcond.spectrum.{m}", fromlist=["_"])
+                          for m in ("condition_numbers", "interlacing", "kernel_angles")]
+    for name in ("as_square_kernel", "check_symmetric", "symmetric_part"):
+        real = getattr(checks, name)
+
+        def spy(*args, _real=real, _name=name, **kw):
+            calls.append(_name)
+            return _real(*args, **kw)
+
+        for module in modules:
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, spy)
+    x = np.random.RandomState(1).randn(12, 5)
+    index = np.arange(12)
+    finite = measure_finite_batch(x, index, depths=[0, 2], activations=["relu", "linear"], width=8,
+                                  seeds=[0], workers=1)
+    infinite = measure_infinite_batch(x, index, depths=[0, 2], activations=["relu"])
+    assert len(finite) == 4 and len(infinite) == 2
+    assert calls == []
+    for item, rec in zip(depth_sweep(x, [0, 2]), infinite):
+        again = spectrum_record(item.ntk, item.angles, index)
+        assert calls == ["as_square_kernel", "check_symmetric", "symmetric_part"]
+        calls.clear()
+        for key, value in again.items():
+            assert rec[key] == value, key
+
+
 # --- the network options of issue 21 (w_std, b_std, residual) -------------------------------
 
 from ntkcond.runs.depth import NET_KEYS, measure_infinite_batch, net_options  # noqa: E402

@@ -180,3 +180,21 @@ def test_from_stax_conv_net_matches_neural_tangents():
     K_inf = net.infinite_ntk(x)
     assert K_inf.shape == (5, 5) and K_inf.dtype == np.float64
     assert ntkcond.conditioning(K_inf).rank == 5 and ntkcond.conditioning(K).kappa_eff >= 1
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("budget", [1 << 30, 2 * ROW_BYTES])  # all rows at once; 1 row per block
+def test_kernel_runs_under_jit(method, budget):
+    # traced: jax matmuls and functional block placement instead of NumPy's BLAS and buffers
+    net, apply = two_output_model()
+    params = net.init(jax.random.PRNGKey(3), 5)
+    x1, x2 = data(4, 5), data(5, 3)
+    for full in (False, True):
+        fn = ntkcond.empirical_ntk_fn(apply, method=method, full_outputs=full, memory_budget=budget)
+        jitted = jax.jit(fn)
+        for args in ((params, x1, x2), (params, x1)):
+            eager, traced = fn(*args), jitted(*args)
+            assert traced.shape == eager.shape and traced.dtype == jnp.float64
+            assert rel_err(traced, eager) < RTOL
+    with pytest.raises(ValueError, match="empirical_ntk_fn: expected x1 and x2 of shapes"):
+        jitted(params, x1, data(5, 3, 4))  # shape checks still run while tracing

@@ -269,7 +269,7 @@ def test_pairwise_angles_rounding_level_excess_is_zero_angle():
     (lambda: conditioning(np.eye(2), rtol=float("nan")), ValueError,
      r"conditioning: expected rtol >= 0 and finite, got nan"),
     (lambda: effective_condition_number(np.eye(2), atol=-1e-3), ValueError,
-     r"conditioning: expected atol >= 0 and finite, got -0.001"),
+     r"^effective_condition_number: expected atol >= 0 and finite, got -0.001"),
     (lambda: conditioning(np.eye(2), dtype="foo"), TypeError,
      r"conditioning: expected dtype as a floating-point dtype \(float16, bfloat16, float32, "
      r"float64\) or None, got 'foo'"),
@@ -396,3 +396,38 @@ def test_fast_paths_are_bitwise_the_plain_expressions(n):
         plain = np.arctan2(np.sqrt(np.maximum(np.outer(ds, ds) - Kh**2, 0.0)), Kh)
         np.fill_diagonal(plain, 0.0)
         assert pairwise_angles(K).tobytes() == plain.tobytes()
+
+
+def test_cores_on_a_trusted_kernel_are_the_public_functions_bit_for_bit():
+    """The unchecked cores on ``scale_trusted`` (no checks: an exactly symmetric float64 kernel;
+    ``symmetrise=True`` for one symmetric only up to rounding) give the public functions'
+    results bit for bit: same scaled symmetric matrix, same eigensolver and pair loop."""
+    from ntkcond.spectrum import (conditioning_core, lambda_min_upper_bound,
+                                  lambda_min_upper_bound_core, pairwise_angles_core,
+                                  resolve_tolerances, scale_trusted)
+
+    g = np.random.default_rng(3).standard_normal((40, 55))
+    K = g @ g.T  # one A @ A.T: exactly symmetric
+    assert np.array_equal(K, K.T)
+    K_rounded = K.copy()
+    K_rounded[3, 7] = np.nextafter(K[3, 7], np.inf)  # asymmetric by one ulp
+    for kernel, symmetrise in ((K, False), (K_rounded, True)):
+        before = kernel.copy()
+        scaled = scale_trusted(kernel, "test", symmetrise=symmetrise)
+        rtol, atol = resolve_tolerances(None, None, 40, "test")
+        core = conditioning_core(scaled, rtol, atol, "test")
+        public = conditioning(kernel)
+        assert core.eigenvalues.tobytes() == public.eigenvalues.tobytes()
+        assert repr(core) == repr(public)
+        assert lambda_min_upper_bound_core(scaled, "test") == lambda_min_upper_bound(kernel)
+        assert pairwise_angles_core(kernel, EPS, "test").tobytes() == pairwise_angles(kernel).tobytes()
+        assert np.array_equal(kernel, before)  # the cores and scale_trusted leave K unchanged
+
+
+@pytest.mark.parametrize("fn", [effective_condition_number, conditioning, smallest_pairwise_angle,
+                                pairwise_angles])
+def test_messages_name_the_public_function_called(fn):
+    """Each public function checks once and its messages name it, not the helper it calls
+    (``effective_condition_number`` used to report as ``conditioning``)."""
+    with pytest.raises(ValueError, match=rf"^{fn.__name__}: expected a (nonzero kernel|positive diagonal)"):
+        fn(np.zeros((3, 3)))

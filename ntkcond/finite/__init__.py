@@ -4,10 +4,18 @@
 ``empirical``: its exact NTK from one forward and one backward pass (no Jacobian), per-layer
 terms, features for streaming, and Monte Carlo over random nets.
 ``generic``: the NTK of any JAX model by parameter groups, and neural-tangents stax networks.
+``adapters``: Flax (linen, NNX) and Equinox models as ``apply_fn(params, x)`` and their trainable
+params, for ``empirical_ntk_fn`` (flax/equinox imported only when an adapter is called).
 Empirical kernels compute in the dtype of their inputs and params (float64 whenever one of them
 is float64, with or without jax's x64 mode); use float64 for conditioning. NaN/Inf, complex
 inputs and overflow raise instead of returning a NaN, truncated or infinite kernel.
 """
+from .adapters import (
+    ModelNet as ModelNet,
+    from_equinox as from_equinox,
+    from_flax as from_flax,
+    from_nnx as from_nnx,
+)
 from .empirical import (
     MonteCarloNTK as MonteCarloNTK,
     empirical_ntk as empirical_ntk,

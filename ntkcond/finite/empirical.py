@@ -38,11 +38,13 @@ import numpy as np
 from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real, float_dtype, overflow_error
 from .._core.checks import as_count, resolve_trainable
 from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
-from ..spectrum import effective_condition_number, smallest_pairwise_angle
+from ..spectrum import argmin_upper, conditioning_core, pairwise_angles_core, scale_trusted
 from .models import MLP, GeneralMLP, check_params
 
 __all__ = ["empirical_ntk", "empirical_ntk_features", "empirical_ntk_layers", "MonteCarloNTK",
            "monte_carlo_ntk", "numpy_self_ntk", "IDENTICAL_ROWS"]
+
+_EPS64 = float(np.finfo(np.float64).eps)
 
 #: Rows that stand for the n identical rows of a linear net's output gradients Bⁱ.
 IDENTICAL_ROWS = 16
@@ -494,8 +496,13 @@ def monte_carlo_ntk(net, x, *, seeds=5, trainable="all", dtype=None) -> MonteCar
             params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=x.dtype)
             K = np.asarray(_ntk(net, params, x, None, layers, False, None, where), dtype=np.float64)
             kernels.append(K)
-            kappas.append(effective_condition_number(K, rtol=K.shape[0] * np.finfo(x.dtype).eps))
-            angles.append(smallest_pairwise_angle(K)[0])
+            # K: finite (checked in _ntk) and symmetric up to rounding (J Jᵀ): the spectrum
+            # cores on it, symmetrised once, not re-checked (effective_condition_number and
+            # smallest_pairwise_angle of K otherwise)
+            rtol = float(K.shape[0] * np.finfo(x.dtype).eps)
+            kappas.append(conditioning_core(scale_trusted(K, where, symmetrise=True), rtol, 0.0,
+                                            where).kappa_eff)
+            angles.append(argmin_upper(pairwise_angles_core(K, _EPS64, where))[0])
         dtype_name = str(jnp.dtype(x.dtype))
     mean, stderr = _mean_stderr(np.stack(kernels))
     (k_mean, k_err), (a_mean, a_err) = (_mean_stderr(np.array(v)) for v in (kappas, angles))

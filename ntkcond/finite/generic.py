@@ -110,8 +110,9 @@ def _gram(j1, j2, full: bool):
     """Σ_p J₁[i, a, p] J₂[j, b, p]: (c1, c2, O, O) if full, else Σ_a (c1, c2), one GEMM.
 
     On the CPU the product runs in NumPy's BLAS (``ntkcond._core.x64.on_cpu``: ~2.7x XLA's GEMM
-    in float64, and ``J @ J.T`` of one buffer is a symmetric rank-k update); elsewhere it is
-    a jax matmul at ``Precision.HIGHEST`` (no TF32 on GPUs).
+    in float64, and ``J @ J.T`` of one buffer is a symmetric rank-k update); elsewhere, and
+    under a ``jax.jit`` trace (no values to hand to NumPy), it is a jax matmul at
+    ``Precision.HIGHEST`` (no TF32 on GPUs).
     """
     import jax
     import jax.numpy as jnp
@@ -119,7 +120,7 @@ def _gram(j1, j2, full: bool):
     c1, o, p = j1.shape
     c2 = j2.shape[0]
     shape1, shape2 = ((c1 * o, p), (c2 * o, p)) if full else ((c1, o * p), (c2, o * p))
-    if on_cpu(j1) and on_cpu(j2):
+    if not _traced(j1, j2) and on_cpu(j1) and on_cpu(j2):
         a = np.asarray(j1).reshape(shape1)
         product = a @ (a if j2 is j1 else np.asarray(j2).reshape(shape2)).T
     else:
@@ -170,13 +171,34 @@ def _jacobian_ntk(jac_jit, params, x1, x2, same, full, n_out, budget, where):
             if rows >= max(n1, n2):
                 out = block
                 break
-            if out is None:
-                out = np.zeros((n1, n2) + ((n_out, n_out) if full else ()), dtype=np.asarray(block).dtype)
-            block = np.asarray(block)
-            out[s1:s1 + rows, s2:s2 + rows] = block
-            if same and not diagonal:
-                out[s2:s2 + rows, s1:s1 + rows] = np.transpose(block, (1, 0, 3, 2) if full else (1, 0))
+            out = _place(out, block, (n1, n2) + ((n_out, n_out) if full else ()), s1, s2, rows,
+                         mirror=same and not diagonal)
     return jnp.asarray(out if full else out / n_out)
+
+
+def _traced(*arrays) -> bool:
+    """Whether any array is a tracer (the caller runs under ``jax.jit``/``vmap``)."""
+    import jax
+
+    return any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
+def _place(out, block, shape, s1, s2, rows, mirror):
+    """out[s1:, s2:] = block (and its transpose at [s2:, s1:] if ``mirror``): in place in a
+    NumPy buffer, or functionally (``.at[].set``) when the block is traced."""
+    import jax.numpy as jnp
+
+    transpose = (1, 0, 3, 2) if len(shape) == 4 else (1, 0)
+    if _traced(block):
+        out = jnp.zeros(shape, block.dtype) if out is None else out
+        out = out.at[s1:s1 + rows, s2:s2 + rows].set(block)
+        return out.at[s2:s2 + rows, s1:s1 + rows].set(jnp.transpose(block, transpose)) if mirror else out
+    block = np.asarray(block)
+    out = np.zeros(shape, dtype=block.dtype) if out is None else out
+    out[s1:s1 + rows, s2:s2 + rows] = block
+    if mirror:
+        out[s2:s2 + rows, s1:s1 + rows] = np.transpose(block, transpose)
+    return out
 
 
 # -------------------------------------------------------------------- method "ntk_vp", eq. (1)
@@ -219,6 +241,11 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
       ``ntk(params, x1, x2=None)`` → jax array in the dtype of params, x1 and x2 (jax's
       promotion; float64 whenever one of them is float64, with or without jax's x64 mode:
       the computation is scoped to float64 and the global setting is left alone).
+      ``ntk`` runs under ``jax.jit`` (e.g. ``jax.jit(ntk)(params, x1)``): dtypes and shapes
+      are still checked while tracing, but traced values have no entries to check, so the
+      NaN/Inf checks of inputs and kernel are skipped there, and the contraction is a jax
+      matmul instead of NumPy's BLAS. Inside the trace float64 needs jax's x64 mode (e.g.
+      ``jax.experimental.enable_x64()`` around the jitted call).
 
     Raises:
       TypeError: apply_fn not callable; memory_budget not a real number; full_outputs not a

@@ -121,14 +121,19 @@ class BatchNTK:
                 item = self._inputs[s0] = (a0, a0 @ a0.T)
             return item
 
-    def kernel(self, net: MLP, params, trainable="all") -> np.ndarray:
+    def kernel(self, net: MLP, params, trainable="all", *, where: str = "BatchNTK.kernel") -> np.ndarray:
         """Θ(x, x) of eq. (1), (n, n) float64, for float64 NumPy ``params`` of ``net``.
+
+        The one check of the kernel itself is for NaN/Inf (``check_kernel``); it is exactly
+        symmetric by construction (each Gram one ``A @ A.T``: BLAS's symmetric rank-k update,
+        its triangle mirrored; the terms combined entrywise), so callers that read its
+        spectrum need not test or symmetrise it (``ntkcond.spectrum.scale_trusted``).
+        Messages name ``where`` (a caller passes the public function called).
 
         Raises:
           ValueError: params of the wrong shapes, or weights that are not float64 NumPy
             arrays; a kernel that overflows float64.
         """
-        where = "BatchNTK.kernel"
         check_params(net, params, self.x.shape, where)
         if not all(isinstance(w, np.ndarray) and w.dtype == np.float64 for w in params):
             raise ValueError(f"{where}: expected float64 NumPy weights, got "

@@ -244,14 +244,16 @@ class ExtremeSearch:
         self.far = (float(state["far"][0]), int(state["far"][1]), int(state["far"][2]))
 
 
-def numpy_extreme_row(search: ExtremeSearch, I: int, block: int) -> None:
-    """Block row I (rows I·b…(I+1)·b, columns from I·b on) of the float64 Gram matrix, in
-    GEMMs of b × 4b (fewer, larger BLAS calls; 32 MB for b = 1024)."""
+def numpy_extreme_row(search: ExtremeSearch, I: int, block: int, columns=None) -> None:
+    """Block row I (rows I·b…(I+1)·b, columns from I·b on, or the columns [c_lo, c_hi) of
+    ``columns``) of the float64 Gram matrix, in GEMMs of b × 4b (fewer, larger BLAS calls;
+    32 MB for b = 1024)."""
     xh, n = search.xh, search.n
     r0, r1 = I * block, min(n, (I + 1) * block)
+    lo, hi = (r0, n) if columns is None else columns
     rows = xh[r0:r1]
-    for c0 in range(r0, n, _COLUMN_BLOCKS * block):
-        c1 = min(n, c0 + _COLUMN_BLOCKS * block)
+    for c0 in range(lo, hi, _COLUMN_BLOCKS * block):
+        c1 = min(hi, c0 + _COLUMN_BLOCKS * block)
         search.add_block(rows @ xh[c0:c1].T, r0, c0)
 
 

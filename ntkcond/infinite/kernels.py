@@ -265,15 +265,18 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all", w_std=None, b_
     return _sweep(geometry, depths, act, layers, net)
 
 
-def sweep_geometry(geometry, depths, activation, trainable) -> Iterator[DepthKernel]:
+def sweep_geometry(geometry, depths, activation, trainable,
+                   where: str = "depth_sweep") -> Iterator[DepthKernel]:
     """``depth_sweep`` on a precomputed ``pair_geometry(x, None)``, shared across activations
     (left unchanged).
 
-    The arguments are checked when this is called, not when the first item is drawn.
+    The arguments are checked when this is called, not when the first item is drawn; messages
+    name ``where``, the public function called (``depth_sweep``, or a caller such as
+    ``ntkcond.runs.depth.measure_infinite_batch``).
     """
     act = parse_activation(activation)
-    depths, layers = sweep_layers(depths, trainable, "depth_sweep")
-    check_scale(geometry, "depth_sweep")
+    depths, layers = sweep_layers(depths, trainable, where)
+    check_scale(geometry, where)
     return _sweep(geometry, depths, act, layers)
 
 

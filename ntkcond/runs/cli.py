@@ -6,8 +6,10 @@ Every script: ``main(argv=None)``; ``parser(prog, doc)`` (defaults shown in ``--
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
 ``parse_width`` and ``positive_int`` (argparse types of ``--width`` and counts);
 ``add_net_arguments`` (``--w-std``, ``--b-std``, ``--residual``: the network) with
-``net_kwargs``; ``activation_name`` (the argparse type of ``--activations``); ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
-errors, 130 for Ctrl-C, never a traceback.
+``net_kwargs``; ``activation_name`` (the argparse type of ``--activations``);
+``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
+errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
+``runs.launcher.add_process_arguments`` where a script has them.
 """
 from __future__ import annotations
 
@@ -208,22 +210,46 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
     exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
     """
     args = p.parse_args(argv)
+    joined = False
     try:
+        if hasattr(args, "processes"):  # the process flags (``runs.launcher``)
+            from .launcher import start_or_join
+
+            code = start_or_join(prog, args, argv, run)
+            if code is not None:  # this process started the others and waited for them
+                return code
+            joined = _joined()
         run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
-        return 130
+        return _failed(130, joined)
     except (ValueError, TypeError) as err:
         message = _one_line(err)
         message = message[len(prog) + 2:] if message.startswith(f"{prog}: ") else message
         print(f"{prog}: error: {message}", file=sys.stderr)
-        return 2
+        return _failed(2, joined)
     except OSError as err:
         where = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
-        return 2
+        return _failed(2, joined)
     return 0
+
+
+def _joined() -> bool:
+    from ..scale.processes import current_share
+
+    return current_share().distributed
+
+
+def _failed(code: int, joined: bool) -> int:
+    """A process of a distributed run that failed leaves at once: a normal exit would wait at
+    JAX's shutdown barrier for processes that wait for it (minutes)."""
+    if joined:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _one_line(err: BaseException) -> str:

@@ -7,6 +7,8 @@ the smaller ones. For each n, activation and depth: the exact κ_eff of the n ×
 numerical rank, and the smallest gradient angle over all pairs
 (``scale.streaming.streaming_smallest_angles``). The linear net's kernel is (L+1)·XXᵀ/d at
 every depth, of rank ≤ d: past n = d it is singular and κ_eff measures it on its range.
+Across processes (``runs.launcher``) every batch's kernels and angles are split over them
+(``ntkcond.scale.processes``) and process 0 writes the run directory (``runs.shared_run``).
 """
 from __future__ import annotations
 
@@ -24,7 +26,9 @@ from ..activations import parse_activation
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
 from .depth import library_options, net_options
-from .rundir import data_fingerprint, open_run
+from ..scale.processes import current_share
+from .rundir import data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch"]
@@ -90,10 +94,11 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
     config.update(opts)  # only those set: runs of the default net keep their config.json
     from tqdm.auto import tqdm
 
-    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+    share = current_share()  # several processes: all compute each size, process 0 writes
+    with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                    where=where) as run:
         resumed = len(run.records)
-        for n in tqdm(sizes, desc=where, unit="size", disable=not progress):
+        for n in tqdm(sizes, desc=where, unit="size", disable=not (progress and share.is_root)):
             todo = [a for a in acts if any(run.key({"n": n, "activation": a.name, "depth": L})
                                            not in run.done for L in depths)]
             if not todo:
@@ -123,11 +128,12 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
                     if run.key(rec) not in run.done:
                         run.append(rec)
         records = sorted(run.records, key=lambda r: (r["n"], config["activations"].index(r["activation"]), r["depth"]))
-        table_csv = write_csv(run.file("table.csv"), records, CSV_FIELDS)
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = f"{name} ({ds.split}), d = {d}, nested batches, infinite width"
-        figure = plot_cond_vs_batch(records, run.file("figure.png"), title=title, d=d,
-                                    depths=depths, metadata=config)
+        table_csv, figure = run.file("table.csv"), run.file("figure.png")
+        share.on_root(lambda: (write_csv(table_csv, records, CSV_FIELDS),
+                               plot_cond_vs_batch(records, figure, title=title, d=d,
+                                                  depths=depths, metadata=config)))
         return BatchSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed)
 

@@ -12,6 +12,11 @@ its record is appended (``spectrum_key``: ``b{batch}_L{depth}_{activation}_w{wid
 so a killed run resumed with ``resume`` still ends with every spectrum; at the end they are
 packed into ``spectra.npz`` (one (n,) ascending float64 array per record, K's units) and drawn
 in ``spectra.png`` (``plot_spectra``).
+
+Across processes (``runs.launcher``) the calls (one per batch in a fresh Figure-2 run) go
+round-robin to the processes, one round at a time; after each round the records are gathered
+and process 0 appends them in the order one process would (``runs.shared_run``), so
+``records.jsonl`` is the same and a killed run loses at most the round in flight.
 """
 from __future__ import annotations
 
@@ -29,7 +34,9 @@ from ..activations import parse_activation
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
 from .depth import finite_net_factory, iter_finite_batch, iter_infinite_batch, net_options
-from .rundir import data_fingerprint, open_run
+from ..scale.processes import current_share
+from .rundir import data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
@@ -109,10 +116,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
     config.update(opts)  # only those set: runs of the default net keep their config.json
     if save_spectra:  # only when set: runs made before the flag existed still resume
         config["save_spectra"] = True
-    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+    share = current_share()  # several processes: the calls split, process 0 writes
+    with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                    where=where) as run:
         resumed = len(run.records)
-        if overwrite:
+        if overwrite and share.is_root:
             _discard_spectra(run)
         todo = []  # (batch, activation, width, seed, depths still missing)
         for b in range(len(index_batches)):
@@ -131,26 +139,53 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         latest = []  # the eigenvalues of the kernel whose record comes next
         hook = latest.append if save_spectra else None
         nets = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
-        with tqdm(total=total, initial=resumed, desc=where, unit="kernel", disable=not progress) as bar:
-            for b, width, group_acts, group_seeds, missing in grid_calls(todo):
-                index = index_batches[b]
-                meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
-                if width == "inf":
-                    new = iter_infinite_batch(ds.x[index], index, depths=missing,
-                                              activations=[parsed[a] for a in group_acts], trainable=trainable,
-                                              meta=meta, on_spectrum=hook, **opts)
-                else:
-                    new = iter_finite_batch(ds.x[index], index, depths=missing,
-                                            activations=[parsed[a] for a in group_acts], width=width,
-                                            seeds=group_seeds, trainable=trainable, meta=meta,
-                                            on_spectrum=hook, nets=nets, **opts)
-                for rec in new:
-                    if save_spectra:  # the spectrum first: a record never lacks its file
-                        _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), latest.pop())
-                    run.append(rec)
-                    bar.update(1)
+        def records_of(call):
+            b, width, group_acts, group_seeds, missing = call
+            index = index_batches[b]
+            meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
+            if width == "inf":
+                return iter_infinite_batch(ds.x[index], index, depths=missing,
+                                           activations=[parsed[a] for a in group_acts],
+                                           trainable=trainable, meta=meta, on_spectrum=hook, **opts)
+            return iter_finite_batch(ds.x[index], index, depths=missing,
+                                     activations=[parsed[a] for a in group_acts], width=width,
+                                     seeds=group_seeds, trainable=trainable, meta=meta,
+                                     on_spectrum=hook, nets=nets, **opts)
+
+        def keep(rec, spectrum, bar):
+            if save_spectra and share.is_root:  # the spectrum first: a record never lacks its file
+                _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), spectrum)
+            run.append(rec)
+            bar.update(1)
+
+        calls = grid_calls(todo)
+        with tqdm(total=total, initial=resumed, desc=where, unit="kernel",
+                  disable=not (progress and share.is_root)) as bar:
+            if not share.distributed:  # each record kept as it finishes
+                for call in calls:
+                    for rec in records_of(call):
+                        keep(rec, latest.pop() if save_spectra else None, bar)
+            else:  # rounds of one call per process; the records kept in call order
+                for start in range(0, len(calls), share.count):
+                    mine, error = [], None
+                    if start + share.index < len(calls):
+                        try:
+                            for rec in records_of(calls[start + share.index]):
+                                mine.append((rec, latest.pop() if save_spectra else None))
+                        except Exception as err:  # noqa: BLE001 (raised in every process)
+                            error = err
+                    parts = share.allgather((mine, error))
+                    for _, err in parts:
+                        if err is not None:
+                            raise err
+                    for part, _ in parts:
+                        for rec, spectrum in part:
+                            keep(rec, spectrum, bar)
         rows = summarize(run.records)
-        summary_csv = write_csv(run.file("summary.csv"), rows)
+        summary_csv = run.file("summary.csv")
+        if not share.is_root:  # the files are process 0's; the others return the same result
+            return share.broadcast(None)
+        summary_csv = write_csv(summary_csv, rows)
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = (f"{name} ({ds.split}), n = {batch}, {len(index_batches)} batch(es), width "
                  f"{', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
@@ -164,9 +199,10 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
             spectra = run.file("spectra.npz")
             spectra_figure = plot_spectra(arrays, run.records, run.file("spectra.png"),
                                           title=title, metadata=config)
-        return DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
-                          computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
-                          spectra_figure=spectra_figure)
+        result = DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
+                            computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
+                            spectra_figure=spectra_figure)
+        return share.broadcast(result)
 
 
 def net_title(opts: dict) -> str:

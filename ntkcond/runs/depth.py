@@ -25,17 +25,29 @@ import time
 
 import numpy as np
 
-from .._core.checks import as_count
+from .._core.checks import as_count, resolve_trainable
 from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
 from ..activations import parse_activation
-from ..infinite.geometry import input_angles, pair_geometry
+from ..infinite.geometry import pair_geometry
 from ..infinite.kernels import DepthKernel, sweep_geometry
-from ..spectrum import argmin_upper, conditioning, pairwise_angles
+from ..spectrum import (
+    ScaledKernel,
+    argmin_upper,
+    checked_kernel,
+    conditioning_core,
+    lambda_min_upper_bound_core,
+    pairwise_angles_core,
+    resolve_tolerances,
+    scale_trusted,
+)
 
-__all__ = ["RECORD_KEYS", "NET_KEYS", "net_options", "spectrum_record", "iter_infinite_batch", "iter_finite_batch",
-           "measure_infinite_batch", "measure_finite_batch", "infinite_sweep", "family_sweep",
-           "finite_net_factory", "library_options", "geometry_arrays"]
+EPS64 = float(np.finfo(np.float64).eps)
+
+__all__ = ["RECORD_KEYS", "NET_KEYS", "net_options", "spectrum_record", "scaled_record",
+           "iter_infinite_batch", "iter_finite_batch", "measure_infinite_batch",
+           "measure_finite_batch", "infinite_sweep", "family_sweep", "finite_net_factory",
+           "library_options", "geometry_arrays"]
 
 RECORD_KEYS = (
     "dataset",
@@ -114,8 +126,11 @@ def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict
     """The kernel part of a record: conditioning of ``ntk`` and the smallest angle.
 
     Args:
-      ntk: (n, n) kernel; angles: (n, n) gradient angles in radians;
+      ntk: (n, n) kernel (checked once as ``ntkcond.conditioning`` checks it: one float64
+        copy, one finiteness pass, one transpose, shared by κ and the bound);
+      angles: (n, n) gradient angles in radians;
       index: (n,) data-set indices of the rows (for ``min_grad_angle_pair``).
+      dtype: the dtype ``ntk`` was computed in (``conditioning``'s ``dtype``).
       on_spectrum: if given, called with the (n,) ascending eigenvalues of ``ntk`` (K's units,
         ``Conditioning.eigenvalues``) of the one eigendecomposition made here; the record is
         the same either way.
@@ -125,13 +140,22 @@ def spectrum_record(ntk, angles, index, *, dtype=None, on_spectrum=None) -> dict
     lambda_min_nonzero / that bound (≤ 1 up to rounding for a full-rank kernel; None when the
     bound is ≤ 0).
     """
-    from ..spectrum import lambda_min_upper_bound
+    where = "spectrum_record"
+    return scaled_record(checked_kernel(ntk, where, dtype), angles, index, where,
+                         on_spectrum=on_spectrum)
 
-    cond = conditioning(ntk, dtype=dtype)
+
+def scaled_record(kernel: ScaledKernel, angles, index, where: str, *, on_spectrum=None) -> dict:
+    """``spectrum_record`` of a kernel already checked or built here (``ScaledKernel``; the
+    iterators below pass ``scale_trusted`` of the kernels they build): the unchecked cores
+    ``conditioning_core`` and ``lambda_min_upper_bound_core`` on the one scaled matrix, no
+    check, copy or transpose of it; messages name ``where``."""
+    rtol, atol = resolve_tolerances(None, None, kernel.matrix.shape[0], where)  # the defaults
+    cond = conditioning_core(kernel, rtol, atol, where)
     if on_spectrum is not None:
         on_spectrum(cond.eigenvalues)
     angle, i, j = argmin_upper(angles)
-    bound = lambda_min_upper_bound(ntk)[0]  # closest-pair interlacing bound ≥ λ_min
+    bound = lambda_min_upper_bound_core(kernel, where)[0]  # closest-pair interlacing bound ≥ λ_min
     return {
         "lambda_max": cond.lambda_max,
         "lambda_min_nonzero": cond.lambda_min_nonzero,
@@ -167,6 +191,7 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
     Yields:
       record dicts (``RECORD_KEYS``, and ``NET_KEYS`` that are set).
     """
+    where = "measure_infinite_batch"
     meta = dict(meta or {})
     acts = [parse_activation(a) for a in activations]
     opts = net_options(w_std, b_std, residual, where="measure_infinite_batch", activations=acts)
@@ -174,10 +199,10 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
     if x.shape[0] < 2:
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
-    geometry = pair_geometry(x, None, "measure_infinite_batch")  # shared by every depth and activation
+    geometry = pair_geometry(x, None, where)  # shared by every depth and activation
     min_input = math.degrees(argmin_upper(geometry_arrays(geometry)[0])[0])
     for act in acts:
-        for item in infinite_sweep(geometry, depths, act, trainable, opts):
+        for item in infinite_sweep(geometry, depths, act, trainable, opts, where):
             rec = dict(meta)
             rec.update(
                 n=int(x.shape[0]),
@@ -188,7 +213,10 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
                 trainable=trainable,
                 **opts,
             )
-            rec.update(spectrum_record(item.ntk, item.angles, index, on_spectrum=on_spectrum))
+            # item.ntk: finite (check_scale) and exactly symmetric (pairs (i, j), i > j, computed
+            # as (j, i)) by construction: not checked again
+            rec.update(scaled_record(scale_trusted(item.ntk, where), item.angles, index, where,
+                                     on_spectrum=on_spectrum))
             rec["min_input_angle_deg"] = min_input
             now = time.perf_counter()
             rec["seconds"] = now - start
@@ -204,14 +232,14 @@ def measure_infinite_batch(x, index, *, depths, activations, trainable="all", me
                                     w_std=w_std, b_std=b_std, residual=residual))
 
 
-def infinite_sweep(geometry, depths, act, trainable, opts: dict):
+def infinite_sweep(geometry, depths, act, trainable, opts: dict, where: str = "depth_sweep"):
     """``DepthKernel`` per depth of the net ``opts`` (``net_options``) on a precomputed
     ``pair_geometry(x, None)``: ``sweep_geometry`` itself for the default net ({}) and where it
     takes the options, else ``family_sweep``."""
     if not opts:
-        return sweep_geometry(geometry, depths, act, trainable)
+        return sweep_geometry(geometry, depths, act, trainable, where)
     if "w_std" in inspect.signature(sweep_geometry).parameters:
-        return sweep_geometry(geometry, depths, act, trainable, **opts)
+        return sweep_geometry(geometry, depths, act, trainable, where, **opts)
     return family_sweep(geometry, depths, act, trainable, **opts)
 
 
@@ -292,16 +320,20 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
     """
     from ..finite.sweep import BatchNTK, NetWeights
 
+    where = "measure_finite_batch"
     meta = dict(meta or {})
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 2:
         raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
     seeds = [int(s) for s in seeds]
     depths = sorted(set(depths))
+    for L in depths:  # checked here, not in BatchNTK.kernel on a worker thread
+        resolve_trainable(trainable, L, where)
     acts = [parse_activation(a) for a in activations]
     opts = net_options(w_std, b_std, residual, where="measure_finite_batch", activations=acts)
     make_net = finite_net_factory(opts, "measure_finite_batch")
-    min_input = math.degrees(argmin_upper(input_angles(x))[0])
+    # input_angles(x), its messages naming this function
+    min_input = math.degrees(argmin_upper(pair_geometry(x, None, where, arrays=7).angle)[0])
     nets = NetWeights() if nets is None else nets
     workers = (blas_threads() if workers is None
                else as_count(workers, "workers", "measure_finite_batch"))
@@ -326,13 +358,13 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
 
             def work():
                 start = time.perf_counter()
-                K = _finite_kernel(batch, net, params, trainable)
+                K, kernel = _finite_kernel(batch, net, params, trainable, where)
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
                            seed=seed, trainable=trainable, **opts)
                 spectrum = []
-                rec.update(spectrum_record(K, pairwise_angles(K), index, dtype=np.float64,
-                                           on_spectrum=spectrum.append))
+                rec.update(scaled_record(kernel, pairwise_angles_core(K, EPS64, where), index,
+                                         where, on_spectrum=spectrum.append))
                 rec["min_input_angle_deg"] = min_input
                 rec["seconds"] = drawn + time.perf_counter() - start
                 return rec, spectrum[0]
@@ -379,21 +411,28 @@ def library_options(fn, opts: dict, where: str) -> dict:
     return opts
 
 
-def _finite_kernel(batch, net, params, trainable) -> np.ndarray:
-    """The float64 kernel of ``iter_finite_batch``: ``BatchNTK`` for NumPy weights (the CPU),
-    ``empirical_ntk`` in jax (scoped x64) for weights on an accelerator and for the nets with
-    weight/bias stds or residual blocks (``GeneralMLP``: its structured NumPy route)."""
+def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, ScaledKernel]:
+    """(K, its ``ScaledKernel``): the float64 kernel of ``iter_finite_batch`` and the matrix its
+    spectrum is read from. ``BatchNTK`` for NumPy weights (the CPU): finite (checked once, in
+    ``BatchNTK.kernel``) and exactly symmetric by construction (every Gram is one ``A @ A.T``,
+    BLAS's symmetric rank-k update with its triangle mirrored, combined entrywise), so
+    ``scale_trusted``: one scaled copy. ``empirical_ntk`` in jax (scoped x64) for weights on
+    an accelerator: finite (checked there), symmetric only up to rounding, so symmetrised
+    (``scale_checked``: one copy, one transpose). The nets with weight/bias stds or residual
+    blocks (``GeneralMLP``) go through ``empirical_ntk`` (its structured NumPy route)."""
     from ..finite.models import MLP
 
     if isinstance(net, MLP) and all(isinstance(w, np.ndarray) for w in params):
-        return batch.kernel(net, params, trainable)
+        K = batch.kernel(net, params, trainable, where=where)
+        return K, scale_trusted(K, where)
     import jax.numpy as jnp
 
     from ..finite.empirical import empirical_ntk
 
     with x64():
         xs = batch.x if all(isinstance(w, np.ndarray) for w in params) else jnp.asarray(batch.x, jnp.float64)
-        return np.asarray(empirical_ntk(net, params, xs, trainable=trainable), np.float64)
+        K = np.asarray(empirical_ntk(net, params, xs, trainable=trainable), np.float64)
+    return K, scale_trusted(K, where, symmetrise=True)
 
 
 def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",

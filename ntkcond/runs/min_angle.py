@@ -6,6 +6,8 @@ O(block² + n·d). The stream checkpoints after each block row to ``checkpoint.j
 directory, so ``resume`` continues a killed run from its last finished block row. When it
 completes, one record per (activation, depth) goes to ``records.jsonl``, and ``result.json``
 (configuration, input angle, every minimum with its pair) and ``table.csv`` are written.
+Across processes (``runs.launcher``) every process sweeps its share of the pairs and process 0
+writes the run directory (``runs.shared_run``); ``result.json`` then says ``"processes"``.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from .._core.io import atomic_write
 from ..activations import parse_activation
 from ..scale.streaming import streaming_smallest_angles
 from .depth import library_options, net_options
-from .rundir import data_fingerprint, open_run
+from ..scale.processes import current_share
+from .rundir import data_fingerprint
+from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["MinAngleRun", "min_angle", "format_table"]
@@ -73,38 +77,53 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               "block": block, "backend": backend, "devices": devices, "dtype": dtype,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(x)}
     config.update(opts)  # only those set: runs of the default net keep their config.json
-    with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                  where=where) as run:
+    share = current_share()  # several processes: process 0 writes, all compute (runs.launcher)
+    with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
+                    where=where) as run:
         checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
-        if not resume:  # a fresh run never picks up a stray checkpoint
-            for path in (checkpoint, result_json):
-                if os.path.exists(path):
-                    os.unlink(path)
-        if resume and len(run.done) == len(acts) * len(depths) and os.path.exists(result_json):
-            with open(result_json, encoding="utf-8") as f:  # already complete: nothing to do
-                return MinAngleRun(result=json.load(f), result_json=result_json,
-                                   table_csv=run.file("table.csv"))
+
+        def complete():  # process 0: a finished run to return as it is, else None
+            if not resume:  # a fresh run never picks up a stray checkpoint
+                for path in (checkpoint, result_json):
+                    if os.path.exists(path):
+                        os.unlink(path)
+            if resume and len(run.done) == len(acts) * len(depths) and os.path.exists(result_json):
+                with open(result_json, encoding="utf-8") as f:  # already complete: nothing to do
+                    return MinAngleRun(result=json.load(f), result_json=result_json,
+                                       table_csv=run.file("table.csv"))
+            return None
+
+        finished = share.on_root(complete)
+        if finished is not None:
+            return finished
         res = streaming_smallest_angles(
             x, depths=depths, activations=acts, trainable=trainable, block=block, backend=backend,
-            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint, progress=progress,
-            **opts)
-        rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
-                 "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1], **opts}
-                for r in res.results]
-        for row in rows:
-            if run.key(row) not in run.done:
-                run.append(row)
-        result = {"config": {**config, "block": res.block, "backend": res.backend,
-                             "devices": res.devices, "dtype": res.dtype},
-                  "pairs": res.pairs, "seconds": res.seconds,
-                  "resumed_from_row_block": res.resumed_from_row_block,
-                  "input_angle_rad": res.input_angle, "input_angle_deg": math.degrees(res.input_angle),
-                  "input_pair": list(res.input_pair), "results": rows}
-        atomic_write(result_json, json.dumps(result, indent=2) + "\n")
-        table_csv = write_csv(run.file("table.csv"), rows)
-        if os.path.exists(checkpoint):
-            os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
-        return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+            devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint,
+            progress=progress and share.is_root, **opts)
+
+        def write():  # process 0: the records and results
+            rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
+                     "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1], **opts}
+                     for r in res.results]
+            for row in rows:
+                if run.key(row) not in run.done:
+                    run.append(row)
+            result = {"config": {**config, "block": res.block, "backend": res.backend,
+                                 "devices": res.devices, "dtype": res.dtype},
+                      "pairs": res.pairs, "seconds": res.seconds,
+                      "resumed_from_row_block": res.resumed_from_row_block,
+                      "input_angle_rad": res.input_angle,
+                      "input_angle_deg": math.degrees(res.input_angle),
+                      "input_pair": list(res.input_pair), "results": rows}
+            if share.distributed:
+                result["processes"] = share.count
+            atomic_write(result_json, json.dumps(result, indent=2) + "\n")
+            table_csv = write_csv(run.file("table.csv"), rows)
+            if os.path.exists(checkpoint):
+                os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
+            return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+
+        return share.on_root(write)
 
 
 def format_table(result: dict) -> str:

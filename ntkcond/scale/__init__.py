@@ -7,7 +7,9 @@ over all pairs without an n × n matrix (its block-row sweeps and checkpoints in
 ``tiles``: the n × n infinite-width NTK in b × b tiles on worker threads; ``conditioning``: κ_eff of that kernel, exact (blockwise kernel + one
 eigvalsh); ``matrix_free``: the same κ_eff without storing the kernel (Nyström-preconditioned
 LOBPCG); ``bounds``: certified brackets of λmin, λmax and κ of the infinite-width NTK of a whole
-data set from one pass of GEMM blocks (the power series, Schur + Gershgorin, Prop 4.1).
+data set from one pass of GEMM blocks (the power series, Schur + Gershgorin, Prop 4.1);
+``processes``: the whole-data-set routes split over the processes of JAX's multi-controller
+runtime (after ``jax.distributed.initialize``), every process getting the whole result.
 """
 from .._core.memory import InsufficientMemoryError as InsufficientMemoryError
 from .bounds import (

@@ -9,6 +9,11 @@ runs the recursion for the targets the pairs route leaves uncertified. With a ch
 the state after every block row is written atomically as JSON (the run's fingerprint, the next
 block row, the running state, the seconds so far) and read back to resume; each route has its
 own format, and a checkpoint of another run or route is refused.
+
+Across the processes of JAX's multi-controller runtime (``scale.processes``) each block row's
+column blocks are split over the processes (``Share.span``), the states are gathered and
+merged after every block row (exactly: max/min and lexicographic minima), so every process
+holds the state one process would; process 0 reads and writes the checkpoint.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import numpy as np
 from .._core.io import atomic_write
 from ..infinite.extremes import ExtremeSearch, numpy_extreme_row
 from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
+from .processes import current_share
 
 __all__ = ["pairs_route", "recursion_fallback", "recursion_route"]
 
@@ -119,6 +125,16 @@ def _save_checkpoint(path, fingerprint, next_row_block, best, seconds):
     atomic_write(path, json.dumps(state, indent=1) + "\n")
 
 
+def _merge_extreme_states(states: list) -> dict:
+    """One ``ExtremeSearch`` state from the processes' states (each over its own blocks): the
+    extreme screened cosines and the lexicographic minima of (θ̃, i, j) and (−θ̃, i, j)."""
+    def best(key):
+        return list(min(tuple(s[key]) for s in states))
+
+    return {"hi": max(s["hi"] for s in states), "lo": min(s["lo"] for s in states),
+            "close": best("close"), "far": best("far"), "margin": states[0]["margin"]}
+
+
 def recursion_fallback(xh, x, plan, targets, trainable, workers, checkpoint, options):
     """The recursion over all pairs for the (activation, depth) targets not certified."""
     names = list(dict.fromkeys(name for name, _ in targets))
@@ -128,7 +144,7 @@ def recursion_fallback(xh, x, plan, targets, trainable, workers, checkpoint, opt
     path = None if checkpoint is None else checkpoint + ".recursion"
     best, _, _, _ = recursion_route(xh, sub, trainable, workers=workers, checkpoint=path, x=x,
                                      **options)
-    if path is not None and os.path.exists(path):
+    if path is not None and current_share().is_root and os.path.exists(path):
         os.unlink(path)
     return {key: best[key] for key in targets}
 
@@ -144,16 +160,18 @@ def pairs_route(xh, *, block, backend, devices, dtype, checkpoint, progress, max
                  x=None):
     """One sweep of screened-cosine blocks: (ExtremePairs, devices, seconds, start row)."""
     n = xh.shape[0]
+    share = current_share()
     search = ExtremeSearch(xh, dtype=dtype, x=x)
     fingerprint = None if checkpoint is None else {
         "method": "pairs", "n": int(n), "d": int(xh.shape[1]), "block": block, "dtype": dtype,
         "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest()}
-    start_row, state, seconds_before = _load_state(checkpoint, fingerprint, _PAIRS_KIND, where)
+    start_row, state, seconds_before = share.on_root(
+        lambda: _load_state(checkpoint, fingerprint, _PAIRS_KIND, where))
     if state is not None:
         search.restore(state)
     if backend == "numpy":
         def row(I):
-            numpy_extreme_row(search, I, block)
+            numpy_extreme_row(search, I, block, columns=share.span(I * block, n, block))
 
         n_devices = 1
     else:
@@ -161,15 +179,18 @@ def pairs_route(xh, *, block, backend, devices, dtype, checkpoint, progress, max
 
         engine = ShardedExtremeBlocks(xh, block, search, devices=devices, dtype=dtype, where=where)
         row, n_devices = engine.row, engine.n_devices
+    n_devices = sum(share.allgather(n_devices))
     n_rows = -(-n // block)
-    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress, where)
+    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress and share.is_root, where)
     t0 = time.perf_counter()
     stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
     try:
         for I in range(start_row, stop):
             row(I)
             search.flush()
-            if checkpoint is not None:
+            if share.distributed:  # every process: the state of all processes' blocks
+                search.restore(_merge_extreme_states(share.allgather(search.state())))
+            if checkpoint is not None and share.is_root:
                 _save_state(checkpoint, fingerprint, _PAIRS_KIND, I + 1, search.state(),
                             seconds_before + time.perf_counter() - t0)
             bar.update(_row_pairs(n, I * block, min(n, (I + 1) * block)))
@@ -185,8 +206,10 @@ def recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, work
                      progress, max_row_blocks, where, x=None):
     """The recursion over all pairs: ({target: (value, i, j)}, devices, seconds, start row)."""
     n = xh.shape[0]
+    share = current_share()
     fingerprint = None if checkpoint is None else _fingerprint(xh, block, plan, trainable, dtype)
-    start_row, best, seconds_before = _load_checkpoint(checkpoint, fingerprint, where)
+    start_row, best, seconds_before = share.on_root(
+        lambda: _load_checkpoint(checkpoint, fingerprint, where))
     n_rows = -(-n // block)
 
     if backend == "numpy":
@@ -195,7 +218,8 @@ def recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, work
 
         def row(I):
             r0, r1 = I * block, min(n, (I + 1) * block)
-            spans = [(J * block, min(n, (J + 1) * block)) for J in range(I, n_rows)]
+            J0, J1 = share.span(I, n_rows, 1)  # this process's column blocks of the row
+            spans = [(J * block, min(n, (J + 1) * block)) for J in range(J0, J1)]
             args = [(xh, r0, r1, c0, c1, plan, x) for c0, c1 in spans]
             if pool is None:
                 return [numpy_angle_block(*a) for a in args]
@@ -208,14 +232,18 @@ def recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, work
         engine = ShardedAngleBlocks(xh, block, plan, devices=devices, dtype=dtype, where=where, x=x)
         row, n_devices, pool = engine.row, engine.n_devices, None
 
-    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress, where)
+    n_devices = sum(share.allgather(n_devices))
+    bar = _bar(n, _row_pairs(n, 0, min(n, start_row * block)), progress and share.is_root, where)
     t0 = time.perf_counter()
     stop = n_rows if max_row_blocks is None else min(n_rows, start_row + max_row_blocks)
     try:
         for I in range(start_row, stop):
             for cand in row(I):
                 merge_candidates(best, cand)
-            if checkpoint is not None:
+            if share.distributed:  # every process: the minima over all processes' blocks
+                for other in share.allgather(best):
+                    merge_candidates(best, other)
+            if checkpoint is not None and share.is_root:
                 _save_checkpoint(checkpoint, fingerprint, I + 1, best,
                                  seconds_before + time.perf_counter() - t0)
             bar.update(_row_pairs(n, I * block, min(n, (I + 1) * block)))

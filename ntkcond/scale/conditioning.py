@@ -30,6 +30,7 @@ from .._core.memory import check_memory
 from ..activations import Net
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
+from .processes import current_share, exchange_tiles
 from .tiles import Tiles, kernel_tile, prepare, resolve_workers
 
 __all__ = [
@@ -73,7 +74,9 @@ def blockwise_ntk(
       activation, trainable: as in ``infinite_ntk``.
       block: tile size b.
       backend: "numpy" (tiles on ``workers`` threads), or "jax" to shard the blocks of each
-        block row over JAX devices (``ntkcond.scale.sharded``; float64).
+        block row over JAX devices (``ntkcond.scale.sharded``; float64). Across the
+        processes of JAX's multi-controller runtime each computes its share of the tiles and
+        every process gets the whole kernel (``ntkcond.scale.processes``).
       devices: jax backend: None (all), a count, or a list of devices.
       memory_limit: bytes allowed (default: the available memory).
       workers: numpy backend: threads (default the BLAS thread count).
@@ -103,12 +106,19 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
     if backend not in ("numpy", "jax"):
         raise ValueError(f"{where}: expected backend 'numpy' or 'jax', got {backend!r}")
     out = {L: np.empty((n, n)) for L in depths}
+    share = current_share()  # across processes: each computes its tiles, then all are exchanged
+    mine = []
 
-    def place(_, r0, r1, c0, c1, blocks):
+    def place(r0, r1, c0, c1, blocks):
         for L, K in blocks.items():
             out[L][r0:r1, c0:c1] = K
             if c0 != r0:
                 out[L][c0:c1, r0:r1] = K.T
+
+    def place_own(_, r0, r1, c0, c1, blocks):
+        place(r0, r1, c0, c1, blocks)
+        if share.distributed:
+            mine.append((r0, r1, c0, c1, blocks))
 
     if backend == "jax":
         from .sharded import ShardedKernelBlocks
@@ -116,9 +126,11 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
         rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where, x).row
         for r0 in range(0, n, block):
             for c0, c1, blocks in rows(r0, min(n, r0 + block)):
-                place(None, r0, min(n, r0 + block), c0, c1, blocks)
+                place_own(None, r0, min(n, r0 + block), c0, c1, blocks)
     else:
-        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where), x=x).run(place)
+        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where), x=x,
+              share=share).run(place_own)
+    exchange_tiles(share, mine, place)
     return out
 
 
@@ -168,12 +180,19 @@ def exact_conditioning(
                              workers, where, (w_std, b_std, residual))
     built = time.perf_counter()
     out = {}
-    for L in sorted(kernels):
+    share = current_share()  # across processes: depth k's eigvalsh on process k mod P
+    for k, L in enumerate(sorted(kernels)):
         K = kernels.pop(L)
-        # K is symmetric, so K.T is the same matrix in Fortran order: no copy is made.
-        w = scipy.linalg.eigvalsh(K.T, overwrite_a=True, check_finite=False, driver="evr")
+        if k % share.count == share.index:
+            # K is symmetric, so K.T is the same matrix in Fortran order: no copy is made.
+            w = scipy.linalg.eigvalsh(K.T, overwrite_a=True, check_finite=False, driver="evr")
+            out[L] = conditioning_from_eigenvalues(np.asarray(w, dtype=np.float64),
+                                                   np.dtype(np.float64), rtol, atol, where)
         del K
-        out[L] = conditioning_from_eigenvalues(np.asarray(w, dtype=np.float64), np.dtype(np.float64), rtol, atol, where)
+    if share.distributed:
+        for part in share.allgather(out):
+            out.update(part)
+        out = dict(sorted(out.items()))
     if timings is not None:
         timings.update(build=built - start, eigvalsh=time.perf_counter() - built)
     return out

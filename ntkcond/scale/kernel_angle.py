@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .._core.checks import as_block
+from .processes import current_share
 
 __all__ = ["streaming_smallest_kernel_angle"]
 
@@ -106,17 +107,19 @@ def streaming_smallest_kernel_angle(features, *, block: int = 1024) -> tuple[flo
         i = int(np.argmax(diag <= 0))
         raise ValueError(f"{where}: expected nonzero gradients, got K[{i},{i}] = {diag[i]}")
     best = None
-    for r0 in range(0, n, block):
-        r1 = min(n, r0 + block)
-        for c0 in range(r0, n, block):
-            c1 = min(n, c0 + block)
-            K = sum(w * ((H[r0:r1] @ H[c0:c1].T) * (D[r0:r1] @ D[c0:c1].T)) for H, D, w in pairs)
-            sin_part = np.sqrt(np.maximum(np.outer(diag[r0:r1], diag[c0:c1]) - K**2, 0.0))
-            angle = np.arctan2(sin_part, K)
-            angle[~(np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])] = np.inf
-            k = int(np.argmin(angle))
-            i, j = divmod(k, c1 - c0)
-            if math.isfinite(angle.flat[k]):
-                cand = (float(angle.flat[k]), r0 + i, c0 + j)
-                best = cand if best is None or cand < best else best
+    share = current_share()  # across processes: blocks p, p + P, …; the minima gathered
+    tiles = [(r0, c0) for r0 in range(0, n, block) for c0 in range(r0, n, block)]
+    for r0, c0 in tiles[share.index::share.count]:
+        r1, c1 = min(n, r0 + block), min(n, c0 + block)
+        K = sum(w * ((H[r0:r1] @ H[c0:c1].T) * (D[r0:r1] @ D[c0:c1].T)) for H, D, w in pairs)
+        sin_part = np.sqrt(np.maximum(np.outer(diag[r0:r1], diag[c0:c1]) - K**2, 0.0))
+        angle = np.arctan2(sin_part, K)
+        angle[~(np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])] = np.inf
+        k = int(np.argmin(angle))
+        i, j = divmod(k, c1 - c0)
+        if math.isfinite(angle.flat[k]):
+            cand = (float(angle.flat[k]), r0 + i, c0 + j)
+            best = cand if best is None or cand < best else best
+    if share.distributed:
+        best = min(b for b in share.allgather(best) if b is not None)
     return best

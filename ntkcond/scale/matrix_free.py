@@ -31,6 +31,11 @@ independent of the columns. So each pass carries many vectors:
      The dense algebra between passes (tall n × m blocks) is split by rows over the tile
      workers (``_lobpcg.RowSplit``) instead of a multi-threaded BLAS, whose spinning threads
      would slow the next pass.
+  6. Across the processes of JAX's multi-controller runtime (``scale.processes``) each
+     process computes the partial product of its tiles (p, p + P, …); the parts are gathered
+     and added in process order, so every process holds the same K·V and runs the same
+     solver on it (the blocks multiplied are checked to agree: processes whose dense algebra
+     diverged raise a ValueError instead of waiting on each other). ``cache`` is per process.
 
   MNIST test, ReLU, depth 3: 25 passes at n = 2,000 (was 233: block-Jacobi LOBPCG + Lanczos),
   41 at n = 10⁴; a pass without the cache is 1.1–1.5× its floor (the n²d Gram GEMM at the
@@ -55,6 +60,7 @@ from .._core.memory import available_memory
 from .._core.threads import single_threaded_blas
 from ..spectrum import resolve_tolerances
 from ._lobpcg import Lobpcg, RowSplit, nystrom, orthonormal
+from .processes import Share, current_share, local_process_count
 from .tiles import Tiles, kernel_tile, prepare, resolve_workers
 
 __all__ = [
@@ -135,8 +141,14 @@ class KernelOperator:
     (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
     def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0,
-                 x=None):
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x)
+                 x=None, share: Share = Share()):
+        # across processes (``scale.processes``): this process's tiles; products summed
+        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x,
+                           share=share)
+        self.share = share
+        self.cache_bytes = sum(share.allgather(self.tiles.cache_bytes))  # all processes'
+        total = 8 * sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in _all_tiles(xh.shape[0], block))
+        self.cached_fraction = self.cache_bytes / total if total else 0.0
         self.depth = depth
         self.n = xh.shape[0]
         self.passes = 0
@@ -159,11 +171,16 @@ class KernelOperator:
         out = parts[0]
         for part in parts[1:]:
             out += part
+        out = self.share.sum_in_order(out, check=V, where="matrix_free_conditioning")
         self.passes += 1
         self.seconds.append((V.shape[1], time.perf_counter() - start))
         return out.ravel() if vec else out
 
     __call__ = matmat
+
+
+def _all_tiles(n, b):
+    return [(r0, min(n, r0 + b), c0, min(n, c0 + b)) for r0 in range(0, n, b) for c0 in range(r0, n, b)]
 
 
 def known_null_space(xh, norms, d, act, layers, depth, cutoff_floor, rng):
@@ -288,10 +305,12 @@ def matrix_free_conditioning(
     workers = resolve_workers(workers, where)
     import scipy.linalg  # noqa: F401  (loaded before the BLAS limit below: it applies to it too)
 
-    if cache is None:  # half the available memory, less the solver's blocks
-        cache = max(0, available_memory() // 2 - 8 * n * (3 * rank + 8 * k + 4 * top))
+    share = current_share()  # across processes: the tiles split, the products summed
+    if cache is None:  # half the available memory, less the solver's blocks, per process here
+        cache = max(0, available_memory() // (2 * local_process_count(share))
+                    - 8 * n * (3 * rank + 8 * k + 4 * top))
     cache = as_int(cache, "cache", where, 0)
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x)
+    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x, share)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.
@@ -390,7 +409,7 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
         residual_max=residual_max, error_estimate=float(estimate), known_null=known,
         sketch=rank, block_size=k,
         seconds_per_pass=float(np.median(per_pass)) if per_pass else math.nan,
-        cache_bytes=op.tiles.cache_bytes, cached_fraction=op.tiles.cached_fraction,
+        cache_bytes=op.cache_bytes, cached_fraction=op.cached_fraction,
     )
 
 

@@ -33,6 +33,7 @@ from .._core.x64 import x64
 from ..infinite.geometry import REFINE_WITHIN, pair_list_geometry
 from ..infinite.recursion import PairGeometry, angle_from, recursion
 from .blocks import INPUT, merge_candidates, numpy_angle_block, numpy_kernel_blocks
+from .processes import current_share
 
 __all__ = ["device_mesh"]
 
@@ -52,7 +53,7 @@ def _shard_map():
 def _devices(devices, where: str):
     import jax
 
-    available = jax.devices()
+    available = jax.local_devices()  # this process's: other processes sweep other blocks
     if devices is None:
         return available
     if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
@@ -68,7 +69,8 @@ def _devices(devices, where: str):
 
 
 def device_mesh(devices=None):
-    """A 1-D ``jax.sharding.Mesh`` named ("d",) over ``devices`` (default: all JAX devices).
+    """A 1-D ``jax.sharding.Mesh`` named ("d",) over ``devices`` (default: all of this
+    process's JAX devices; across processes the sweeps split their blocks, ``scale.processes``).
 
     Args:
       devices: None, a count (the first k devices) or a list of ``jax.Device``.
@@ -99,6 +101,13 @@ class _MeshedRows:
         self.xpad[: self.n] = xh
         self.col_sharding = NamedSharding(self.mesh, P("d"))
         self.replicated = NamedSharding(self.mesh, P())
+        self.share = current_share()
+
+    def chunk_starts(self, r0):
+        """First columns of the device chunks of the block row at r0 that this process
+        sweeps (all of them alone; ``Share.span`` of them across processes)."""
+        lo, hi = self.share.span(r0, self.n, self.chunk)
+        return range(lo, hi, self.chunk)
 
 
 class ShardedAngleBlocks(_MeshedRows):
@@ -128,7 +137,7 @@ class ShardedAngleBlocks(_MeshedRows):
         out = []
         with x64():
             xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
-            for c0 in range(r0, n, self.chunk):
+            for c0 in self.chunk_starts(r0):
                 xc = jax.device_put(self.xpad[c0 : c0 + self.chunk], self.col_sharding)
                 res = self.fn(xr, xc, np.int64(r0), np.int64(c0))
                 res = [np.asarray(a) for a in jax.device_get(res)]
@@ -242,7 +251,7 @@ class ShardedExtremeBlocks(_MeshedRows):
         r0 = I * b
         with x64():
             xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
-            for c0 in range(r0, n, self.chunk):
+            for c0 in self.chunk_starts(r0):
                 xc = jax.device_put(self.xpad[c0 : c0 + self.chunk], self.col_sharding)
                 res = self.fn(xr, xc, np.int64(r0), np.int64(c0), np.float64(search.hi),
                               np.float64(search.lo))
@@ -311,7 +320,7 @@ class ShardedKernelBlocks(_MeshedRows):
         b, n = self.block, self.n
         with x64():
             xr = jax.device_put(self.xpad[r0 : r0 + b], self.replicated)
-            for g0 in range(r0, n, self.chunk):
+            for g0 in self.chunk_starts(r0):
                 xc = jax.device_put(self.xpad[g0 : g0 + self.chunk], self.col_sharding)
                 T, flagged, count = (np.asarray(a) for a in jax.device_get(self.fn(xr, xc, np.int64(r0), np.int64(g0))))
                 for dev in range(self.n_devices):

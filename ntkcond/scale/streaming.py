@@ -145,7 +145,8 @@ def _choose_backend(backend: str, where: str) -> str:
         return backend
     import jax
 
-    return "jax" if jax.default_backend() != "cpu" or jax.device_count() > 1 else "numpy"
+    # this process's devices: across processes (``scale.processes``) each sweeps its own blocks
+    return "jax" if jax.default_backend() != "cpu" or jax.local_device_count() > 1 else "numpy"
 
 
 def streaming_smallest_angles(

@@ -63,10 +63,12 @@ class Tiles:
     ``cache_bytes``: tiles kept after their first computation, the first ones in row order
     until their float64 entries (all depths) would exceed it; later ``run`` calls reuse them
     instead of recomputing (same values: ``kernel_tile`` is deterministic). 0: none kept.
+    ``share``: a ``scale.processes.Share``: process p of P keeps the tiles p, p + P, … only
+    (so its workers' sums are those of workers p, p + P, … of one process of P·W workers).
     """
 
     def __init__(self, xh, norms, d, act, depths, layers, block, workers, cache_bytes: int = 0,
-                 x=None):
+                 x=None, share=None):
         self.xh, self.norms, self.d, self.act, self.x = xh, norms, d, act, x
         self.depths, self.layers, self.block = list(depths), layers, block
         self.n = xh.shape[0]
@@ -74,6 +76,8 @@ class Tiles:
         n, b = self.n, block
         self.tiles = [(r0, min(n, r0 + b), c0, min(n, c0 + b))
                       for r0 in range(0, n, b) for c0 in range(r0, n, b)]
+        if share is not None:
+            self.tiles = self.tiles[share.index::share.count]
         sizes = np.array([8 * (r1 - r0) * (c1 - c0) * len(self.depths)
                           for r0, r1, c0, c1 in self.tiles], dtype=np.int64)
         self.cached_tiles = int(np.searchsorted(np.cumsum(sizes), max(0, int(cache_bytes)), side="right"))
@@ -85,7 +89,7 @@ class Tiles:
         """``visit(state, r0, r1, c0, c1, {L: K_tile})`` for every tile on the workers, worker
         w taking tiles w, w + W, w + 2W, … (a fixed split, so sums over a worker's tiles come
         out the same on every run); one ``make_state()`` per worker, returned in order."""
-        count = min(self.workers, len(self.tiles))
+        count = max(1, min(self.workers, len(self.tiles)))  # no tiles (a process's share): one
 
         def worker(w):
             state = make_state()

@@ -27,19 +27,28 @@ below sqrt(eps) ≈ 1e-8 rad (1 − cos θ is lost in rounding); ``ntkcond.infin
 computes them from the data instead.
 
 Modules: ``condition_numbers`` (eq. (1)), ``kernel_angles`` (eq. (2)), ``interlacing`` (the λ_min
-bound, eq. (3)); ``_kernel_checks`` holds their shared validation. A leaf: nothing here imports
-from the rest of ntkcond.
+bound, eq. (3)); ``_kernel_checks`` holds their shared validation. Validated once: each public
+function checks its kernel and calls an unchecked core (``conditioning_core``,
+``lambda_min_upper_bound_core``, ``pairwise_angles_core``), which the library's own callers call
+directly on a kernel they built (``scale_trusted``: finite and exactly symmetric by
+construction, not re-checked). A leaf: nothing here imports from the rest of ntkcond.
 """
+from ._kernel_checks import ScaledKernel as ScaledKernel
+from ._kernel_checks import checked_kernel as checked_kernel
 from ._kernel_checks import float_eps as float_eps
 from ._kernel_checks import resolve_tolerances as resolve_tolerances
+from ._kernel_checks import scale_trusted as scale_trusted
 from .kernel_angles import argmin_upper as argmin_upper
 from .kernel_angles import pairwise_angles as pairwise_angles
+from .kernel_angles import pairwise_angles_core as pairwise_angles_core
 from .kernel_angles import smallest_pairwise_angle as smallest_pairwise_angle
 from .condition_numbers import Conditioning as Conditioning
 from .condition_numbers import conditioning as conditioning
+from .condition_numbers import conditioning_core as conditioning_core
 from .condition_numbers import conditioning_from_eigenvalues as conditioning_from_eigenvalues
 from .condition_numbers import effective_condition_number as effective_condition_number
 from .interlacing import lambda_min_upper_bound as lambda_min_upper_bound
+from .interlacing import lambda_min_upper_bound_core as lambda_min_upper_bound_core
 
 __all__ = [
     "Conditioning",

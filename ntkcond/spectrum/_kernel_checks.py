@@ -1,9 +1,19 @@
 """Shared checks and constants of ``ntkcond.spectrum``: kernel validation, the dtype's eps,
-the tolerances of eq. (1) and exact power-of-two scaling (public names of a private module)."""
+the tolerances of eq. (1) and exact power-of-two scaling (public names of a private module).
+
+Validated once: the public functions of ``ntkcond.spectrum`` check a kernel (``as_square_kernel``:
+one float64 copy and one finiteness pass; ``scale_checked``: one transpose for the symmetry test
+and the symmetric part) and hand the result, a ``ScaledKernel``, to unchecked cores
+(``conditioning_core``, ``lambda_min_upper_bound_core``; ``pairwise_angles_core`` reads the
+float64 K itself). A caller that built the kernel itself, float64, finite (checked where it
+was built) and exactly symmetric by construction, skips the checks with ``scale_trusted``: one
+scaled copy, no finiteness pass, no transpose; one ``ScaledKernel`` serves every core.
+"""
 from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,13 +21,17 @@ __all__ = [
     "EPS64",
     "NOISE_CAP",
     "SYMMETRY_EPS_FACTOR",
+    "ScaledKernel",
     "as_float_dtype",
     "as_square_kernel",
     "check_symmetric",
+    "checked_kernel",
     "float_eps",
     "ldexp",
     "resolve_tolerances",
+    "scale_checked",
     "scale_exponent",
+    "scale_trusted",
 ]
 
 # Entries of K − Kᵀ up to this many eps (of the kernel's dtype) times max|K| count as rounding;
@@ -161,3 +175,56 @@ def ldexp(value, e: int):
     """value·2^e in float64: ``inf`` above float64's range, subnormal or 0 below it."""
     with np.errstate(over="ignore", under="ignore"):
         return np.ldexp(value, e)
+
+
+class ScaledKernel(NamedTuple):
+    """A kernel as the unchecked cores of ``ntkcond.spectrum`` take it.
+
+    Attributes:
+      matrix: (n, n) float64, exactly symmetric: (K + Kᵀ)/2 · 2^(−exponent), with
+        max|matrix| in [0.5, 1) (a power of two: exact, barring entries 2^-1022 below max|K|).
+      exponent: the power of two e; K's units are matrix · 2^e.
+      dtype: the floating dtype K was computed in (its eps sets the PSD rule's rounding noise
+        and ``Conditioning.precision_limited``).
+    """
+
+    matrix: np.ndarray
+    exponent: int
+    dtype: np.dtype
+
+
+def scale_checked(K64: np.ndarray, kdtype, where: str) -> ScaledKernel:
+    """``ScaledKernel`` of a float64 K from ``as_square_kernel`` (its own copy, overwritten):
+    the zero matrix refused, K scaled in place by 2^(−e), |K − Kᵀ| ≤ 1e4·eps·max|K| checked
+    (``check_symmetric``: the one transpose) and (K + Kᵀ)/2 written over that transpose."""
+    e = scale_exponent(K64, where)
+    with np.errstate(under="ignore"):
+        Ks = np.ldexp(K64, -e, out=K64)
+    Kt = check_symmetric(Ks, e, float_eps(kdtype), where)
+    return ScaledKernel(symmetric_part(Ks, Kt), e, np.dtype(kdtype))
+
+
+def checked_kernel(K, where: str, dtype=None) -> ScaledKernel:
+    """The checks of ``conditioning`` on K, once, as a ``ScaledKernel`` (``as_square_kernel``,
+    ``dtype`` as K's computed-in dtype, ``scale_checked``): one float64 copy, one finiteness
+    pass, one transpose."""
+    K64, kdtype = as_square_kernel(K, where)
+    if dtype is not None:
+        kdtype = as_float_dtype(dtype, where)
+    return scale_checked(K64, kdtype, where)
+
+
+def scale_trusted(K64: np.ndarray, where: str, *, symmetrise: bool = False) -> ScaledKernel:
+    """``ScaledKernel`` of a float64 kernel the caller built, finite (checked where it was
+    built) and symmetric by construction; neither is checked again.
+
+    symmetrise False: K is exactly symmetric (K = Kᵀ bit for bit, so (K + Kᵀ)/2 = K): one
+    scaled copy, no transpose. True: symmetric up to rounding only (e.g. a jax Gram J Jᵀ):
+    (K + Kᵀ)/2 formed without the tolerance test, one scaled copy and one transpose. K is left
+    unchanged; only the zero matrix is refused (ValueError naming ``where``)."""
+    e = scale_exponent(K64, where)
+    with np.errstate(under="ignore"):
+        Ks = np.ldexp(K64, -e)
+    if symmetrise:
+        Ks = symmetric_part(Ks, np.ascontiguousarray(Ks.T))
+    return ScaledKernel(Ks, e, np.dtype(np.float64))

@@ -9,17 +9,17 @@ import numpy as np
 
 from ._kernel_checks import (
     NOISE_CAP,
+    ScaledKernel,
     as_float_dtype,
     as_square_kernel,
-    check_symmetric,
     float_eps,
     ldexp,
     resolve_tolerances,
-    scale_exponent,
-    symmetric_part,
+    scale_checked,
 )
 
-__all__ = ["Conditioning", "conditioning", "conditioning_from_eigenvalues", "effective_condition_number"]
+__all__ = ["Conditioning", "conditioning", "conditioning_core", "conditioning_from_eigenvalues",
+           "effective_condition_number"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -114,18 +114,26 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
         (|K − Kᵀ| > 1e4·eps·max|K|), zero, or has an eigenvalue below the PSD rule's bound;
         rtol or atol is negative or not finite.
     """
-    where = "conditioning"
-    K64, kdtype = as_square_kernel(K, where)
+    return _checked_conditioning(K, rtol, atol, dtype, "conditioning")
+
+
+def _checked_conditioning(K, rtol, atol, dtype, where: str) -> Conditioning:
+    """``conditioning``'s checks, once, then ``conditioning_core``; messages name ``where``."""
+    K64, kdtype = as_square_kernel(K, where)  # K64: this call's own float64 copy
     if dtype is not None:
         kdtype = as_float_dtype(dtype, where)
-    n = K64.shape[0]
-    rtol, atol = resolve_tolerances(rtol, atol, n, where)
-    e = scale_exponent(K64, where)
-    with np.errstate(under="ignore"):
-        Ks = np.ldexp(K64, -e, out=K64)  # K64 is this function's own copy
-    Kt = check_symmetric(Ks, e, float_eps(kdtype), where)
-    eigenvalues = np.linalg.eigvalsh(symmetric_part(Ks, Kt))
-    return conditioning_from_eigenvalues(eigenvalues, kdtype, rtol, atol, where, exponent=e)
+    rtol, atol = resolve_tolerances(rtol, atol, K64.shape[0], where)
+    return conditioning_core(scale_checked(K64, kdtype, where), rtol, atol, where)
+
+
+def conditioning_core(kernel: ScaledKernel, rtol: float, atol: float, where: str) -> Conditioning:
+    """``conditioning`` of a kernel already checked (``ScaledKernel``; rtol and atol resolved
+    floats, ``resolve_tolerances``): one float64 ``eigvalsh`` of ``kernel.matrix`` (read,
+    not changed), then ``conditioning_from_eigenvalues``. No argument is checked; the PSD rule
+    and the rank-0 test raise ValueError naming ``where``, the public function called."""
+    eigenvalues = np.linalg.eigvalsh(kernel.matrix)
+    return conditioning_from_eigenvalues(eigenvalues, kernel.dtype, rtol, atol, where,
+                                         exponent=kernel.exponent)
 
 
 def conditioning_from_eigenvalues(eigenvalues: np.ndarray, kdtype, rtol: float, atol: float, where: str,
@@ -187,4 +195,4 @@ def effective_condition_number(K, *, rtol: float | None = None, atol: float | No
 
     See ``conditioning`` for the checks and the full spectrum summary.
     """
-    return conditioning(K, rtol=rtol, atol=atol).kappa_eff
+    return _checked_conditioning(K, rtol, atol, None, "effective_condition_number").kappa_eff

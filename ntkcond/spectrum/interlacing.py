@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernel_checks import (as_square_kernel, check_symmetric, float_eps, ldexp, scale_exponent,
-                      symmetric_part)
+from ._kernel_checks import ScaledKernel, as_square_kernel, float_eps, ldexp, scale_checked
 
-__all__ = ["lambda_min_upper_bound"]
+__all__ = ["lambda_min_upper_bound", "lambda_min_upper_bound_core"]
 
 _VELTKAMP = 134217729.0  # 2^27 + 1: splits a float64 into two 26-bit halves
 
@@ -132,15 +131,19 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
         2 × 2 principal submatrix with λ₋ < −n·eps·‖K‖_∞ (not PSD).
     """
     where = "lambda_min_upper_bound"
-    K64, kdtype = as_square_kernel(K, where)
-    n = K64.shape[0]
-    eps = float_eps(kdtype)
+    K64, kdtype = as_square_kernel(K, where)  # K64: this call's own float64 copy
+    return lambda_min_upper_bound_core(scale_checked(K64, kdtype, where), where)
+
+
+def lambda_min_upper_bound_core(kernel: ScaledKernel, where: str) -> tuple[float, int, int]:
+    """``lambda_min_upper_bound`` of a kernel already checked (``ScaledKernel``, read and not
+    changed): no argument is checked; the 2 × 2 PSD test raises ValueError naming ``where``,
+    the public function called. The eps of ``kernel.dtype`` sets that test's tolerance."""
     # K·2^(−e) with max|K| in [0.5, 1): exact (a power of two), so the products below neither
     # overflow (K near 1e308) nor lose the error-free determinant to underflow (K near 1e-300)
-    e = scale_exponent(K64, where)
-    Ks = ldexp(K64, -e)
-    Kt = check_symmetric(Ks, e, eps, where)
-    sym = symmetric_part(Ks, Kt)
+    sym, e = kernel.matrix, kernel.exponent
+    n = sym.shape[0]
+    eps = float_eps(kernel.dtype)
     diag = np.diagonal(sym).copy()
     floor = n * eps * float(np.max(np.sum(np.abs(sym), axis=1)))  # ‖K‖_∞ ≥ λ_max
     if n == 1:

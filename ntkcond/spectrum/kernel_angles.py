@@ -8,30 +8,51 @@ import numpy as np
 
 from ._kernel_checks import SYMMETRY_EPS_FACTOR, as_square_kernel, check_symmetric, float_eps, scale_exponent
 
-__all__ = ["argmin_upper", "pairwise_angles", "smallest_pairwise_angle"]
+__all__ = ["argmin_upper", "pairwise_angles", "pairwise_angles_core", "smallest_pairwise_angle"]
 
 
-def _kernel_angles(K64: np.ndarray, kdtype, where: str) -> np.ndarray:
-    """Eq. (2) for a validated float64 K: scale-invariant (rows and columns scaled by powers of
-    two so that every K_ii is in [0.5, 2), exact), symmetric and Cauchy–Schwarz checked."""
+def _checked_angles(K, where: str, min_rows: int = 1) -> np.ndarray:
+    """``pairwise_angles``' checks, once (real, square with n ≥ ``min_rows``, finite, nonzero,
+    symmetric up to 1e4·eps·max|K|), then ``pairwise_angles_core``; messages name ``where``."""
+    K64, kdtype = as_square_kernel(K, where)
+    n = K64.shape[0]
+    if n < min_rows:
+        raise ValueError(f"{where}: expected n >= {min_rows} rows to form a pair, got n = {n}")
     eps = float_eps(kdtype)
-    diag = np.diagonal(K64).copy()
-    if np.any(diag <= 0):
-        i = int(np.argmax(diag <= 0))
-        raise ValueError(
-            f"{where}: expected a positive diagonal (every gradient nonzero), got K[{i},{i}] = {diag[i]}"
-        )
+    diag = np.diagonal(K64)
+    if np.any(diag <= 0):  # before the symmetry test, as the core would
+        _nonpositive_diagonal(diag, where)
     e = scale_exponent(K64, where)
     with np.errstate(under="ignore"):
         Ks = np.ldexp(K64, -e)
     check_symmetric(Ks, e, eps, where)
+    return pairwise_angles_core(K64, eps, where, out=Ks)  # Ks: reused as scratch
+
+
+def _nonpositive_diagonal(diag: np.ndarray, where: str):
+    i = int(np.argmax(diag <= 0))
+    raise ValueError(
+        f"{where}: expected a positive diagonal (every gradient nonzero), got K[{i},{i}] = {diag[i]}"
+    )
+
+
+def pairwise_angles_core(K64: np.ndarray, eps: float, where: str, *, out=None) -> np.ndarray:
+    """Eq. (2) for a float64 K that is finite, square and symmetric (checked by the caller, or
+    so by construction; read, not changed): scale-invariant (rows and columns scaled by powers
+    of two so that every K_ii is in [0.5, 2), exact). The domain of eq. (2) is checked here, as
+    part of the formula: a positive diagonal and |K_ij| ≤ √(K_ii K_jj)·(1 + 1e4·eps), eps of
+    the dtype K was computed in; ValueError naming ``where``, the public function called.
+    ``out``: an (n, n) float64 scratch buffer (not K64) to use, else one is allocated."""
+    diag = np.diagonal(K64).copy()
+    if np.any(diag <= 0):
+        _nonpositive_diagonal(diag, where)
     half = np.frexp(diag)[1] // 2  # K_ii·4^(−half_i) in [0.5, 2)
     # the elementwise passes below write into the buffers they read where they can (the same
     # operations on the same values as the plain expressions, fewer n × n temporaries)
     shift = np.add.outer(half, half)
     np.negative(shift, out=shift)
     with np.errstate(over="ignore", under="ignore"):  # under: |cos| < 1e-300, angle π/2 anyway
-        np.ldexp(K64, shift, out=Ks)
+        Ks = np.ldexp(K64, shift, out=out)
     del shift
     ds = np.diagonal(Ks).copy()
     outer = np.multiply.outer(ds, ds)
@@ -76,8 +97,7 @@ def pairwise_angles(K) -> np.ndarray:
         (|K − Kᵀ| > 1e4·eps·max|K|, as ``conditioning``), has a diagonal entry ≤ 0, or an entry
         with |K_ij| > √(K_ii K_jj)·(1 + 1e4·eps) (not a Gram matrix: no angle exists).
     """
-    K64, kdtype = as_square_kernel(K, "pairwise_angles")
-    return _kernel_angles(K64, kdtype, "pairwise_angles")
+    return _checked_angles(K, "pairwise_angles")
 
 
 def smallest_pairwise_angle(K) -> tuple[float, int, int]:
@@ -89,12 +109,7 @@ def smallest_pairwise_angle(K) -> tuple[float, int, int]:
     Returns:
       (angle in radians, i, j) with i < j. Ties go to the first pair in row-major order.
     """
-    K64, kdtype = as_square_kernel(K, "smallest_pairwise_angle")
-    n = K64.shape[0]
-    if n < 2:
-        raise ValueError(f"smallest_pairwise_angle: expected n >= 2 rows to form a pair, got n = {n}")
-    angles = _kernel_angles(K64, kdtype, "smallest_pairwise_angle")
-    return argmin_upper(angles)
+    return argmin_upper(_checked_angles(K, "smallest_pairwise_angle", min_rows=2))
 
 
 def argmin_upper(angles: np.ndarray) -> tuple[float, int, int]:

@@ -1,0 +1,95 @@
+"""Tests of the docs site's generated pages (docs/_mkdocs/gen_pages.py, check_site.py).
+
+`make docs` builds the site strictly (in CI, after `make test`); these tests check, without
+mkdocs, that the generated API reference has one entry for every name in ``ntkcond.__all__``
+and that the links of the README and the docs pages are rewritten for the site.
+"""
+import importlib.util
+import os
+import re
+
+import pytest
+
+import ntkcond
+from conftest import REPO
+
+DOCS_TOOLS = os.path.join(REPO, "docs", "_mkdocs")
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(DOCS_TOOLS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return load("gen_pages")
+
+
+def facade_groups(gen):
+    with open(os.path.join(REPO, "ntkcond", "__init__.py"), encoding="utf-8") as f:
+        return gen.facade_groups(f.read())
+
+
+def test_reference_has_one_entry_for_every_public_name(gen):
+    text = gen.reference_markdown(list(ntkcond.__all__), facade_groups(gen))
+    entries = re.findall(r"^::: ntkcond\.(\S+)$", text, flags=re.M)
+    assert sorted(entries) == sorted(ntkcond.__all__)  # each name once, nothing else
+    assert len(entries) == len(ntkcond.__all__) >= 40
+    for name in ("from_flax", "from_nnx", "from_equinox", "empirical_ntk_fn", "datasets"):
+        assert f"::: ntkcond.{name}\n" in text
+    # every name is grouped by the subpackage the facade imports it from
+    groups = facade_groups(gen)
+    assert groups["from_flax"] == "finite" and groups["conditioning"] == "spectrum"
+    assert groups["datasets"] == "datasets"
+    # a name added to __all__ later gets its entry (under "Other" if the facade defines it)
+    assert "::: ntkcond.brand_new\n" in gen.reference_markdown(["conditioning", "brand_new"], groups)
+
+
+def test_built_site_check_sees_a_missing_entry():
+    check = load("check_site")
+    html = "".join(f'<h3 id="ntkcond.{name}">' for name in ntkcond.__all__)
+    assert check.missing_entries(html, ntkcond.__all__) == []
+    planted = html.replace('id="ntkcond.from_flax"', 'id="ntkcond.from_flax_"')
+    assert check.missing_entries(planted, ntkcond.__all__) == ["from_flax"]
+
+
+def test_links_are_rewritten_for_the_site(gen):
+    readme = ("[a](docs/finite_width.md) ![f](docs/results/x.png) [nb](notebooks/cond_vs_depth.ipynb) "
+              "[s](scripts/cond_vs_depth.py) [w](https://example.org/a.md) [h](#quick-start) "
+              "[m](docs/models.md#flax)")
+    assert gen.rewrite_links(readme, "README.md") == (
+        "[a](finite_width.md) ![f](results/x.png) [nb](notebooks/cond_vs_depth.ipynb) "
+        "s [w](https://example.org/a.md) [h](#quick-start) [m](models.md#flax)")
+    assert gen.rewrite_links("[← README](../README.md)", "docs/bias_free.md") == "[← README](index.md)"
+    assert (gen.rewrite_links("[c](claims_full/a.png) [t](../finite_width.md)", "docs/results/claims_full.md")
+            == "[c](claims_full/a.png) [t](../finite_width.md)")
+    # a broken link inside docs/ is kept, so that the strict build reports it
+    assert gen.rewrite_links("[x](nope.md)", "docs/models.md") == "[x](nope.md)"
+
+
+def test_every_docs_page_and_notebook_is_in_the_nav(gen):
+    with open(os.path.join(REPO, "mkdocs.yml"), encoding="utf-8") as f:
+        nav = f.read().split("\nnav:", 1)[1]
+    pages = [p for p in gen.docs_pages() if not p.startswith("results/")] + [
+        f"notebooks/{f}" for f in os.listdir(os.path.join(REPO, "notebooks")) if f.endswith(".ipynb")]
+    assert "models.md" in pages
+    for page in pages:
+        assert page in nav, page
+
+
+def test_strict_build_ignores_plain_text_indices_only():
+    # docs/_mkdocs/hooks.py: "K[i][j]" in a docstring is not a cross-reference; a dotted one is
+    import logging
+
+    hooks = load("hooks")
+    keep = hooks._PlainIndexFilter().filter
+    record = lambda target: logging.LogRecord(
+        "mkdocs.plugins.mkdocs_autorefs", logging.WARNING, __file__, 1,
+        f"mkdocs_autorefs: reference.md: from x.py:3: (ntkcond.f) Could not find cross-reference target '{target}'",
+        None, None)
+    assert not keep(record("j")) and not keep(record("0"))
+    assert keep(record("ntkcond.no_such_name"))
+    assert keep(logging.LogRecord("mkdocs", logging.WARNING, __file__, 1, "Doc file 'a.md' contains a link", None, None))
