@@ -122,7 +122,9 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
                            "kappa": c.kappa if math.isfinite(c.kappa) else None,
                            "precision_limited": c.precision_limited, "seconds": seconds, **opts}
                     if smallest is not None:
-                        r = smallest.get(act.name, L)
+                        r = smallest.get(act.name, L) if not opts else next(
+                            q for q in smallest.results if q.depth == L
+                            and q.activation.split(",")[0] == act.name)  # 'relu,w_std=…'
                         rec.update(min_grad_angle_deg=r.degrees,
                                    min_grad_angle_pair=[int(order[r.pair[0]]), int(order[r.pair[1]])])
                     if run.key(rec) not in run.done:

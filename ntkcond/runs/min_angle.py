@@ -102,7 +102,9 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
             progress=progress and share.is_root, **opts)
 
         def write():  # process 0: the records and results
-            rows = [{"activation": r.activation, "depth": r.depth, "angle_rad": r.angle,
+            # the stream names a net with options 'relu,w_std=1.5,b_std=0.1': the record keeps
+            # the activation and the options apart
+            rows = [{"activation": r.activation.split(",")[0], "depth": r.depth, "angle_rad": r.angle,
                      "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1], **opts}
                      for r in res.results]
             for row in rows:
