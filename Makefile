@@ -2,13 +2,14 @@
 #   make demo   create/refresh .venv, install the core, run scripts/cond_vs_depth.py on digits
 #   make test   create/refresh .venv, install everything (nt, tfds, test), run the whole suite
 #   make docs   install the docs extra, build the HTML site into site/ (warnings are errors)
+# CI (.ci/run) also runs test-newest-jax (in a scratch clone) and wheel-check.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 NEWEST := .venv-newest-jax
 
-.PHONY: demo test test-newest-jax docs
+.PHONY: demo test test-newest-jax docs wheel-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +37,23 @@ docs: $(BIN)/python
 	$(PIP) -c constraints.txt -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/python -m mkdocs build --strict --clean --site-dir site
 	$(BIN)/python docs/_mkdocs/check_site.py site
+# The wheel as a user gets it: built from the checkout (no tests in it), installed alone
+# (--no-deps: the venv provides jax, numpy, ...) into a scratch folder, and run from there,
+# outside the repository, as `python -m ntkcond` and as the `ntkcond` console script.
+# (build/ is emptied first: setuptools would ship stale modules left there by an older build.)
+wheel-check: $(BIN)/python
+	$(PIP) -c constraints.txt -e . 'setuptools>=64' wheel
+	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	py="$(abspath $(BIN))/python"; \
+	rm -rf build; $$py -m pip wheel -q --no-deps --no-build-isolation -w "$$tmp/dist" . ; \
+	$$py -m zipfile -l "$$tmp"/dist/ntkcond-*.whl > "$$tmp/files.txt"; \
+	if grep -Eq '(^|/)(tests/|test_)' "$$tmp/files.txt"; then echo "wheel-check: the wheel ships tests"; exit 1; fi; \
+	$$py -m pip install -q --no-deps --target "$$tmp/site" "$$tmp"/dist/ntkcond-*.whl; \
+	cd "$$tmp"; export PYTHONPATH="$$tmp/site" OPENBLAS_NUM_THREADS=1; \
+	$$py -c 'import ntkcond, sys; assert ntkcond.__file__.startswith(sys.argv[1]), ntkcond.__file__' "$$tmp/site"; \
+	$$py -m ntkcond --help > help.txt; grep -q 'cond-vs-depth' help.txt; \
+	$$py -m ntkcond cond-vs-depth --help > help.txt; grep -q -- '--max-batches' help.txt; \
+	"$$tmp/site/bin/ntkcond" --version; \
+	"$$tmp/site/bin/ntkcond" cond-vs-depth --depths 0,1 --batch 64 --max-batches 1 --no-progress --out "$$tmp/run"; \
+	test -s "$$tmp/run/records.jsonl" && test -s "$$tmp/run/config.json"; \
+	echo "wheel-check: $$(basename "$$tmp"/dist/*.whl) installed alone, run from $$tmp: OK"

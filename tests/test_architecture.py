@@ -236,6 +236,7 @@ CROSS_CUTTING = {
     "test_benchmarks",    # benchmarks/ smoke tests
     "test_tolerances",    # every approx in tests/ states its tolerance
     "test_docs",          # the docs site's generated pages (docs/_mkdocs)
+    "test_wheel",         # the wheel pyproject.toml builds: its files, console script, version
 }
 
 

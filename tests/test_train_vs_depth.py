@@ -118,6 +118,8 @@ def test_prediction_is_infinite_exactly_when_the_null_space_holds_more_than_eps(
     assert below["predicted_steps"] is None and not below["predicted_finite"]
     assert below["kappa_target"] is None  # κ_target ∞ together with the count
     assert isinstance(above["predicted_steps"], int) and above["predicted_finite"]
+    # exact, not up to rounding: both divide λmax by one of conditioning's eigenvalues
+    # (κ_target's λ_k is at or above κ_eff's smallest nonzero one), one eigensolver for both
     assert above["kappa_target"] <= above["kappa_eff"]
     for eps in (0.99 * phi, 1.01 * phi):
         relu = tvd.infinite_record(x, y, depth=1, activation="relu", rel_target=eps, max_steps=100)

@@ -1,10 +1,13 @@
 """Shared command-line plumbing of the scripts: one parser type, the data flags, the run
 flags, ``--depths``, and the error policy.
 
-Every script: ``main(argv=None)``; ``parser(prog, doc)`` (defaults shown in ``--help``);
+Every command (``ntkcond <name>`` and its script ``scripts/<name>.py``): ``main(argv=None,
+prog=None)`` beside its library call; ``parser(prog, doc)`` (defaults shown in ``--help``) and
+``command_parser`` (the same parser under either name);
 ``add_data_arguments`` (the same data flags everywhere); ``add_run_arguments`` (``--out``,
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
-``parse_width`` and ``positive_int`` (argparse types of ``--width`` and counts);
+``parse_width``, ``positive_int`` and ``positive_float`` (argparse types of ``--width``,
+counts and tolerances);
 ``add_net_arguments`` (``--w-std``, ``--b-std``, ``--residual``: the network) with
 ``net_kwargs``; ``activation_name`` (the argparse type of ``--activations``);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
@@ -37,6 +40,18 @@ def parser(prog: str, doc: str) -> Parser:
     """The parser of a script: ``doc``'s first paragraph as the description, the rest as epilog."""
     head, _, rest = doc.strip().partition("\n\n")
     return Parser(prog=prog, description=head, epilog=rest or None, formatter_class=_HelpFormatter)
+
+
+def command_parser(name: str, doc: str, prog: str | None = None) -> Parser:
+    """The parser of the command ``name`` (e.g. "cond_vs_depth"), as ``parser``.
+
+    Run as the script ``scripts/<name>.py`` when ``prog`` is None (errors read
+    ``<name>: error: …``), else as ``prog`` (e.g. "ntkcond cond-vs-depth", the ``ntkcond``
+    command). ``{command}`` in ``doc`` (its examples) becomes the way it was invoked:
+    ``python scripts/<name>.py`` or ``prog``.
+    """
+    command = f"python scripts/{name}.py" if prog is None else prog
+    return parser(name if prog is None else prog, doc.replace("{command}", command))
 
 
 def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = True) -> None:
@@ -80,6 +95,17 @@ def parse_width(text: str):
     return _int_at_least_one(text, "'inf' or an integer width >= 1")
 
 
+def positive_float(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     return _int_at_least_one(text, "an integer >= 1")
@@ -94,11 +120,6 @@ def _int_at_least_one(text: str, expected: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
-    return _float_above(text, strict=True)
 
 
 def nonnegative_float(text: str) -> float:

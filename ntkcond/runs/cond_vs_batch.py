@@ -29,9 +29,14 @@ from .depth import library_options, net_options
 from ..scale.processes import current_share
 from .rundir import data_fingerprint
 from .shared_run import shared_run
+from .rundir import data_fingerprint
+from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+                  parse_sizes, run_main)
+from .launcher import add_process_arguments
 from .tables import text_table, write_csv
 
-__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch"]
+__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch", "main"]
 
 KEY_FIELDS = ("n", "activation", "depth")
 CSV_FIELDS = ["n", "activation", "depth", "rank", "kappa_eff", "kappa", "lambda_max",
@@ -200,3 +205,61 @@ def plot_cond_vs_batch(records, path: str, *, title: str, d: int, depths, metada
     atomic_savefig(fig, path, dpi=120, metadata={"Description": str(metadata)} if metadata else None)
     plt.close(fig)
     return path
+
+
+# The command: ``ntkcond cond-vs-batch`` and ``scripts/cond_vs_batch.py``.
+
+NAME = "cond_vs_batch"
+COMMAND_DOC = """Effective condition number and smallest gradient angle against the batch size n.
+
+examples:
+  {command}                                   # digits (d = 64), up to 1797
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+  {command} --dataset ../shared/data/cifar10_test_jpeg_lossy.npz --preset cifar10
+
+Batches are nested (the first n of one fixed shuffled order). For each n, activation and
+depth: the exact κ_eff of the n × n infinite-width NTK, its numerical rank, and the smallest
+gradient angle over all pairs. Writes config.json, records.jsonl, table.csv and figure.png to
+--out (--resume continues a killed run, --overwrite starts over); prints the table. The
+library call: ntkcond.runs.cond_vs_batch.cond_vs_batch.
+"""
+
+
+def build_parser(prog: str | None = None):
+    """The flags of ``cond_vs_batch`` (``command_parser``: as the script when prog is None)."""
+    p = command_parser(NAME, COMMAND_DOC, prog)
+    add_data_arguments(p, split="test")
+    p.add_argument("--sizes", default=None,
+                   help="batch sizes, e.g. 64,128,1000 (default: 64, 128, ... and the data-set size)")
+    p.add_argument("--max-n", type=int, default=10000, help="cap on the default batch sizes")
+    p.add_argument("--depths", default="1,3,10", help="e.g. 1,3,10 or 0-10")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
+    p.add_argument("--no-angles", action="store_true", help="skip the smallest-angle streaming")
+    p.add_argument("--block", type=int, default=1024, help="block size")
+    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
+    add_run_arguments(p, NAME)
+    add_process_arguments(p)
+    return p
+
+
+def _run_command(args):
+    ds = load_data(args, seed=args.seed)
+    sweep = cond_vs_batch(ds, **net_kwargs(args), out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
+                          max_n=args.max_n, depths=parse_depths(args.depths),
+                          activations=args.activations, angles=not args.no_angles, block=args.block,
+                          seed=args.seed, resume=args.resume, overwrite=args.overwrite,
+                          progress=not args.no_progress)
+    print(sweep.title)
+    print(format_table(sweep.records))
+    print("(rank < n: the kernel is singular; kappa_eff is measured on its range)")
+    print(f"table: {os.path.abspath(sweep.table_csv)}")
+    print(f"figure: {os.path.abspath(sweep.figure)}")
+    return sweep
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """The command: parse ``argv``, run the sweep, print the table; 0, 2 or 130."""
+    p = build_parser(prog)
+    return run_main(p.prog, p, _run_command, argv)

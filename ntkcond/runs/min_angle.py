@@ -24,9 +24,14 @@ from .depth import library_options, net_options
 from ..scale.processes import current_share
 from .rundir import data_fingerprint
 from .shared_run import shared_run
+from .rundir import data_fingerprint
+from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+                  run_main)
+from .launcher import add_process_arguments
 from .tables import text_table, write_csv
 
-__all__ = ["MinAngleRun", "min_angle", "format_table"]
+__all__ = ["MinAngleRun", "min_angle", "format_table", "main"]
 
 KEY_FIELDS = ("activation", "depth")
 CHECKPOINT = "checkpoint.json"
@@ -138,3 +143,69 @@ def format_table(result: dict) -> str:
                                                    f"({index[(a, L)]['i']}, {index[(a, L)]['j']})")]
             for L in sorted({r["depth"] for r in rows})]
     return text_table(header, body, rule=False)
+
+
+# The command: ``ntkcond min-angle`` and ``scripts/min_angle.py``.
+
+NAME = "min_angle"
+COMMAND_DOC = """Smallest infinite-width gradient angle over all pairs of a data set, per depth and activation.
+
+examples:
+  {command}                                  # digits (1797 images), depths 0-10
+  {command} --dataset mnist --split test --data-dir ../shared/data
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+
+Streams the n(n−1)/2 pairs block by block: memory O(block² + n·d). Writes config.json,
+records.jsonl (one record per activation × depth), result.json (also the input angle and the
+run's timing) and table.csv to --out, and checkpoint.json while running: --resume continues
+a killed run from its last finished block row; --overwrite starts over. Prints the table.
+The library call: ntkcond.runs.min_angle.min_angle.
+"""
+
+
+def build_parser(prog: str | None = None):
+    """The flags of ``min_angle`` (``command_parser``: as the script when prog is None)."""
+    p = command_parser(NAME, COMMAND_DOC, prog)
+    add_data_arguments(p)
+    p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
+    p.add_argument("--seed", type=int, default=0, help="gaussian: seed")
+    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
+    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
+                   help="which weights are trained: all layers, W1 only, or the read-out only")
+    p.add_argument("--block", type=int, default=1024, help="block size")
+    p.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
+    p.add_argument("--devices", type=int, default=None, help="jax: use the first N devices")
+    p.add_argument("--dtype", default="float64", choices=["float64", "float32"],
+                   help="jax backend only: float32 blocks with highest-precision matmuls")
+    p.add_argument("--workers", type=int, default=None, help="numpy: threads (default: CPUs)")
+    add_run_arguments(p, NAME)
+    add_process_arguments(p)
+    return p
+
+
+def _run_command(args):
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers: expected an integer >= 1, got {args.workers}")
+    ds = load_data(args, seed=args.seed)
+    res = min_angle(ds, **net_kwargs(args), out=args.out, depths=parse_depths(args.depths), activations=args.activations,
+                    trainable=args.trainable, limit=args.limit, block=args.block,
+                    backend=args.backend, devices=args.devices, dtype=args.dtype,
+                    workers=args.workers, resume=args.resume, overwrite=args.overwrite,
+                    progress=not args.no_progress)
+    r, c = res.result, res.result["config"]
+    print(f"{os.path.basename(c['dataset'])} ({c['split']}), n = {c['n']}, {r['pairs']} pairs, "
+          f"infinite width, trainable = {c['trainable']}, {c['backend']} x{c['devices']}, "
+          f"{r['seconds']:.1f} s")
+    print(f"smallest input angle: {math.degrees(r['input_angle_rad']):.6g} deg, pair {tuple(r['input_pair'])}")
+    print(format_table(r))
+    print(f"result: {os.path.abspath(res.result_json)}")
+    return res
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """The command: parse ``argv``, stream the pairs, print the table; 0, 2 or 130."""
+    p = build_parser(prog)
+    return run_main(p.prog, p, _run_command, argv)

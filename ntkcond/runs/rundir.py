@@ -153,8 +153,11 @@ def _read_json_object(path: str, where: str) -> dict:
     return value
 
 
-def read_records(path: str, key_fields, where: str = "read_records") -> list[dict]:
-    """Records of a ``records.jsonl``; repairs a torn final line (see the module docstring)."""
+def read_records(path: str, key_fields, where: str = "read_records", *, repair: bool = True) -> list[dict]:
+    """Records of a ``records.jsonl``; repairs a torn final line (see the module docstring).
+
+    With ``repair=False`` (a reader beside a run that may still be writing) the torn line is
+    dropped from the result and the file is left as it is."""
     if os.path.isdir(path):
         raise ValueError(f"{where}: expected {path} to be a file, got a directory")
     with open(path, "rb") as f:
@@ -178,7 +181,7 @@ def read_records(path: str, key_fields, where: str = "read_records") -> list[dic
             repaired = True  # the final line, cut mid-write by a kill: provably torn, dropped
         else:
             repaired = True  # a complete record missing only its newline: kept
-    if repaired:
+    if repaired and repair:
         atomic_write(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     return records
 

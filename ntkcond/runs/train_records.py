@@ -68,13 +68,16 @@ def target_condition_number(K, r0, rel_target: float) -> float:
     cond = conditioning(K)
     r0 = np.asarray(r0, dtype=np.float64)
     K64 = np.asarray(K, dtype=np.float64)
-    lam, U = np.linalg.eigh(0.5 * (K64 + K64.T))
+    # eigh only for the eigenvectors; λ_k is read off ``conditioning``'s own eigenvalues (the
+    # same ascending order), so κ_target ≤ κ_eff holds exactly, not only up to the rounding by
+    # which two eigensolvers differ
+    _, U = np.linalg.eigh(0.5 * (K64 + K64.T))
     c = (U.T @ r0)[::-1] ** 2  # descending eigenvalue order
     tails = np.cumsum(c[::-1])[::-1]  # tails[k] = Σ_{i ≥ k} c_i
     need = np.nonzero(tails > rel_target * tails[0])[0]
     if need.size == 0:
         return 1.0
-    lam_k = lam[::-1][need[-1]]
+    lam_k = float(np.asarray(cond.eigenvalues)[::-1][need[-1]])
     return math.inf if lam_k <= cond.cutoff else float(cond.lambda_max / lam_k)
 
 

@@ -137,13 +137,22 @@ def _fitted_sign_groups(nets, r):
     from scipy.optimize import minimize
 
     def err(log_m0):
-        fit = dataclasses.replace(nets, m0=np.exp(log_m0))
-        return float(np.max(np.abs(r.loss - fit.loss(r.time))) / r.loss[0])
+        return _loss_error(dataclasses.replace(nets, m0=np.exp(log_m0)), r)
 
     start = np.log(np.maximum(nets.m0, 1e-300))
     best = minimize(err, start, method="Nelder-Mead",
                     options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 2000})
-    return float(min(best.fun, err(start))), np.exp(best.x if best.fun <= err(start) else start)
+    # the prediction itself (not exp(log m₀), which rounds) is a candidate: the fit is never
+    # worse than the prediction, exactly
+    predicted = _loss_error(nets, r)
+    if best.fun < predicted:
+        return float(best.fun), np.exp(best.x)
+    return predicted, np.asarray(nets.m0, dtype=np.float64)
+
+
+def _loss_error(nets, r) -> float:
+    """max_t |L(t) − L_pred(t)| / L(0) of run r against the sign-group curves ``nets``."""
+    return float(np.max(np.abs(r.loss - nets.loss(r.time))) / r.loss[0])
 
 
 def _orthogonal_generic(sizes, draws, bar):
@@ -176,7 +185,7 @@ def _orthogonal_generic(sizes, draws, bar):
                 per_point_err = float(np.max(np.abs(r.loss - per_point.loss(r.time))) / r.loss[0])
             except ValueError:  # some m0 <= 0: the per-point prediction is undefined
                 per_point_err = None
-            pred_err = float(np.max(np.abs(r.loss - nets.loss(r.time))) / r.loss[0])
+            pred_err = _loss_error(nets, r)
             fit_err, fit_m0 = _fitted_sign_groups(nets, r)
             V1, V2 = r.weights
             size = np.linalg.norm(V1, axis=1) * np.abs(V2[0])

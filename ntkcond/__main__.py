@@ -1,0 +1,7 @@
+"""``python -m ntkcond <command> [flags]``: the ``ntkcond`` command (``ntkcond.command``)."""
+import sys
+
+from .command import main
+
+if __name__ == "__main__":
+    sys.exit(main())
