@@ -39,7 +39,7 @@ from .tables import write_csv
 
 __all__ = ["ACTIVATIONS", "B_STDS", "SMOOTH_W_STD", "study_w_std", "StudyResult",
            "activation_study", "gather", "read_rows", "format_markdown", "compact_table",
-           "plot_study"]
+           "plot_study", "main"]
 
 ACTIVATIONS = ("relu", "abs", "leaky:-0.5", "leaky:0.2", "erf", "gelu", "tanh")
 B_STDS = (0.0, 0.1)
@@ -284,3 +284,72 @@ def plot_study(rows, path: str, *, title: str = "") -> str:
     atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
+
+
+# The command: ``ntkcond activation-study`` and ``scripts/activation_study.py``.
+
+NAME = "activation_study"
+COMMAND_DOC = """The activation study: κ_eff and the smallest gradient angle against depth for relu, abs,
+leaky:-0.5, leaky:0.2, erf, gelu and tanh, with b_std 0 and 0.1, at infinite width and width 512.
+
+examples:
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+  {command} --dataset ../shared/data/cifar10_test.npz --preset cifar10 \
+      --out runs/activation_study_cifar10 --activations relu abs erf
+
+Each (activation, b_std, width group) is a cond_vs_depth run directory under --out (rerunning
+resumes what is there); study.csv, study.md and study.png gather them. Weight stds: the leaky
+family's norm-preserving net without biases, s_w = √c with biases; s_w = 1.5 for erf, gelu,
+tanh. The library call: ntkcond.runs.activation_study.activation_study.
+"""
+
+
+def build_parser(prog: str | None = None):
+    """The flags of ``activation_study`` (``command_parser``: as the script when prog is None)."""
+    from .cli import add_data_arguments, command_parser, parse_width, positive_int
+
+    p = command_parser(NAME, COMMAND_DOC, prog)
+    add_data_arguments(p, split="test")
+    p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
+    p.add_argument("--max-batches", type=positive_int, default=2, help="batches (closed forms)")
+    p.add_argument("--quadrature-batches", type=positive_int, default=1,
+                   help="batches for tanh at infinite width (trapezoid quadrature)")
+    p.add_argument("--depths", default="0-10", help="depths at every width")
+    p.add_argument("--deep-depths", default="15,20,30,50,70,100",
+                   help="more depths at infinite width (closed-form activations)")
+    p.add_argument("--activations", nargs="+", default=list(ACTIVATIONS), help="activations")
+    p.add_argument("--b-stds", type=float, nargs="+", default=[0.0, 0.1], help="bias stds")
+    p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512], help="widths")
+    p.add_argument("--seeds", type=positive_int, default=5, help="finite width: nets per depth")
+    p.add_argument("--finite-activations", nargs="+", default=None,
+                   help="activations also run at the finite widths (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
+    p.add_argument("--out", default=os.path.join("runs", NAME), help="study directory")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    return p
+
+
+def _run_command(args):
+    from .cli import load_data, parse_depths
+
+    ds = load_data(args, seed=args.seed)
+    res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
+                           quadrature_batches=args.quadrature_batches,
+                           depths=parse_depths(args.depths),
+                           deep_depths=parse_depths(args.deep_depths),
+                           activations=tuple(args.activations), b_stds=tuple(args.b_stds),
+                           widths=args.width, seeds=args.seeds, seed=args.seed,
+                           finite_activations=args.finite_activations,
+                           progress=not args.no_progress)
+    with open(res.markdown, encoding="utf-8") as f:
+        print(f.read())
+    print(f"table: {os.path.abspath(res.csv)}\nfigure: {os.path.abspath(res.figure)}")
+    return res
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    """The command: parse ``argv``, run (or resume) the study, print its table; 0, 2 or 130."""
+    from .cli import run_main
+
+    p = build_parser(prog)
+    return run_main(p.prog, p, _run_command, argv)
