@@ -28,6 +28,8 @@ COMMANDS = {
                        "gradient-descent steps against depth beside the NTK's prediction"),
     "check-claims": ("ntkcond.papers.liu_hui.claims_run",
                      "check the claims of Liu & Hui (arXiv 2305.08813): PASS/FAIL/SKIPPED report"),
+    "activation-study": ("ntkcond.runs.activation_study",
+                         "κ_eff and gradient angles against depth for seven activations, with and without biases"),
     "biasfree-dynamics": ("ntkcond.papers.zhang_saxe_latham.experiments_run",
                           "bias-free ReLU nets as linear nets (Zhang, Saxe & Latham, arXiv 2406.12615)"),
 }

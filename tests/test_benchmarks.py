@@ -56,3 +56,16 @@ def test_validation_report_on_digits(tmp_path):
     # (measured -0.59); [-0.75, -0.3] excludes no convergence (0) and 1/m (-1)
     slope = float(text.split("error ∝ m^")[1].split()[0])
     assert -0.75 <= slope <= -0.3, slope
+
+
+def test_bench_infinite_sweep_family_table(tmp_path, capsys):
+    """``bench_infinite_sweep.py --family``: one row per activation beside ReLU, with ratios."""
+    bench = load_benchmark("bench_infinite_sweep")
+    out = tmp_path / "family.md"
+    assert bench.main(["--n", "12", "--d", "5", "--depths", "2", "--repeats", "2",
+                       "--family", "relu", "erf", "sin", "gelu", "--out", str(out)]) == 0
+    text = out.read_text()
+    for row in ("| relu | norm-preserving, no biases | 2 |", "| erf | w_std = 1.5, b_std = 0 | 2 |",
+                "| gelu | w_std = 1.5, b_std = 0 | 1 |"):
+        assert row in text, text
+    assert "ratio to ReLU" in text and "<= 1.5x" in text and "<= 3x" in text

@@ -13,7 +13,8 @@ from ntkcond import command
 
 SCRIPTS = {"cond-vs-depth": "cond_vs_depth", "cond-vs-batch": "cond_vs_batch",
            "min-angle": "min_angle", "train-vs-depth": "train_vs_depth",
-           "check-claims": "check_claims", "biasfree-dynamics": "biasfree_dynamics"}
+           "check-claims": "check_claims", "biasfree-dynamics": "biasfree_dynamics",
+           "activation-study": "activation_study"}
 
 
 def _flags(text: str) -> set:

@@ -229,3 +229,24 @@ def test_bad_input_names_the_function(call, message):
 def test_plot_rejects_what_is_not_a_result():
     with pytest.raises(TypeError, match="plot: expected an ExperimentResult, got dict"):
         plot({"name": "xor"})
+
+
+def test_bias_breaking_exact_without_biases_and_broken_with_them():
+    """``bias_runs.bias_breaking``: s_b = 0 is the bias-free equivalence (exact to round-off,
+    ~1e-15 measured); a trained hidden bias breaks it by far more than round-off, more as s_b
+    grows and more for ReLU than for slopes near linear."""
+    res = ex.bias_breaking(b_stds=[0.0, 0.03, 0.1], time=4.0, fast=True)
+    per = res.summary["per_alpha"]
+    assert res.name == "bias_breaking" and res.summary["alphas"] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert res.summary["bias_free_max_loss_dev"] < 1e-12
+    for a, v in per.items():
+        rows = v["by_b_std"]
+        assert rows["0"]["weight_dev"] < 1e-12
+        assert rows["0.1"]["loss_dev"] > 1e-6 and rows["0.1"]["weight_dev"] > 1e-3, (a, rows)
+        assert rows["0.1"]["weight_dev"] > rows["0.03"]["weight_dev"] > rows["0"]["weight_dev"]
+    assert per["0"]["by_b_std"]["0.1"]["weight_dev"] > per["0.8"]["by_b_std"]["0.1"]["weight_dev"]
+    with pytest.raises(ValueError, match="bias_breaking: expected b_stds >= 0"):
+        ex.bias_breaking(b_stds=[-0.1])
+    fig = plot(res)
+    assert len(fig.axes) == 3
+    plt.close(fig)

@@ -256,3 +256,23 @@ def test_dead_width_one_net_is_recorded_and_the_sweep_goes_on(tmp_path, capsys):
     assert len(records) == 4 and not any(r.get("dead") for r in records if r["activation"] == "linear")
     assert "dead" in capsys.readouterr().out
     assert script.main(argv + ["--resume"]) == 0  # dead records pass the resume checks
+def test_network_options_reach_the_records(tmp_path):
+    """w_std/b_std (issue 21): the infinite-width prediction of a biased erf net, kept in
+    config.json and every record; the default run has none of them."""
+    ds = datasets.load("digits")
+    sweep = tvd.train_vs_depth(ds, out=str(tmp_path / "run"), n=16, depths=[1, 2],
+                               activations=["erf", "relu"], widths=["inf"], w_std=1.5,
+                               b_std=0.1, progress=False)
+    assert all(r["w_std"] == 1.5 and r["b_std"] == 0.1 and "residual" not in r
+               for r in sweep.records)
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["w_std"] == 1.5 and config["b_std"] == 0.1
+    plain = tvd.train_vs_depth(ds, out=str(tmp_path / "plain"), n=16, depths=[1],
+                               activations=["relu"], widths=["inf"], progress=False)
+    assert not {"w_std", "b_std", "residual"} & set(plain.records[0])
+    # biases change the kernel: κ of the biased ReLU net differs from the plain one's
+    biased = next(r for r in sweep.records if r["activation"] == "relu" and r["depth"] == 1)
+    assert abs(biased["kappa_eff"] / plain.records[0]["kappa_eff"] - 1) > 1e-3
+    with pytest.raises(ValueError, match="train_vs_depth: expected w_std for the activation 'erf'"):
+        tvd.train_vs_depth(ds, out=str(tmp_path / "bad"), n=16, depths=[1], activations=["erf"],
+                           widths=["inf"], progress=False)

@@ -8,6 +8,8 @@ prog=None)`` beside its library call; ``parser(prog, doc)`` (defaults shown in `
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
 ``parse_width``, ``positive_int`` and ``positive_float`` (argparse types of ``--width``,
 counts and tolerances);
+``add_net_arguments`` (``--w-std``, ``--b-std``, ``--residual``: the network) with
+``net_kwargs``; ``activation_name`` (the argparse type of ``--activations``);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
 errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
 ``runs.launcher.add_process_arguments`` where a script has them.
@@ -126,6 +128,59 @@ def _int_at_least_one(text: str, expected: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
     return value
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    return _float_above(text, strict=False)
+
+
+def _float_above(text: str, *, strict: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (value <= 0 if strict else value < 0):
+        raise argparse.ArgumentTypeError(f"expected a number {'>' if strict else '>='} 0, "
+                                         f"got {text!r}")
+    return value
+
+
+def activation_name(text: str) -> str:
+    """argparse type of ``--activations``: the canonical name of an activation
+    (``ntkcond.activations.parse_activation``: relu, linear, abs, leaky:α with α in [-1, 1],
+    erf, gelu, sin, tanh, softplus, silu)."""
+    from ..activations import parse_activation
+
+    try:
+        return parse_activation(text).name
+    except (ValueError, TypeError) as err:
+        raise argparse.ArgumentTypeError(_one_line(err)) from None
+
+
+#: --activations help of every script.
+ACTIVATIONS_HELP = ("relu, linear, abs, leaky:A (slope A in [-1, 1]), erf, gelu, sin, tanh, "
+                    "softplus, silu (the smooth ones need --w-std)")
+
+
+def add_net_arguments(p: argparse.ArgumentParser) -> None:
+    """--w-std, --b-std, --residual: the network of ``ntkcond.infinite.family`` (NTK
+    parameterisation). The defaults are the norm-preserving bias-free net of Liu & Hui, so a
+    run without them is the run it always was."""
+    p.add_argument("--w-std", type=positive_float, default=None,
+                   help="weight std s_w of every layer (default: the norm-preserving "
+                        "bias-free net: hidden layers sqrt(c), c = 2/(1+a^2), read-out 1; "
+                        "needed for smooth activations and with --b-std)")
+    p.add_argument("--b-std", type=nonnegative_float, default=0.0,
+                   help="bias std s_b of every layer (0: no biases)")
+    p.add_argument("--residual", type=positive_float, default=None,
+                   help="residual blocks z + beta*(layer) for layers 2..L with this beta "
+                        "(default: a plain MLP)")
+
+
+def net_kwargs(args) -> dict:
+    """{"w_std", "b_std", "residual"} of the flags of ``add_net_arguments``."""
+    return {"w_std": args.w_std, "b_std": args.b_std, "residual": args.residual}
 
 
 def parse_sizes(text: str) -> list[int]:

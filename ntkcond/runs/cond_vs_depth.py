@@ -34,16 +34,18 @@ from ..activations import parse_activations
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
 from ..scale.processes import current_share
-from .cli import (add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
+                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
                   parse_width, positive_int, run_main)
-from .depth import check_nonzero_rows, check_spectrum_fields, iter_finite_batch, iter_infinite_batch
+from .depth import (check_nonzero_rows, check_spectrum_fields, finite_net_factory, iter_finite_batch,
+                    iter_infinite_batch, net_options)
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
 from .tables import text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
-           "spectrum_key", "pack_spectra", "plot_spectra", "main"]
+           "spectrum_key", "pack_spectra", "plot_spectra", "net_title", "main"]
 
 KEY_FIELDS = ("batch_index", "depth", "activation", "width", "seed")
 
@@ -87,7 +89,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
                   drop_last: bool = False, max_batches: int | None = None, resume: bool = False,
                   overwrite: bool = False, progress: bool = True,
-                  save_spectra: bool = False) -> DepthSweep:
+                  save_spectra: bool = False, w_std=None, b_std=0.0,
+                  residual=None) -> DepthSweep:
     """Run (or resume) the depth sweep on the batches of ``ds`` into the run directory ``out``.
 
     Args:
@@ -102,12 +105,18 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
       save_spectra: keep every kernel's eigenvalues (module docstring); part of the run's
         configuration (``"save_spectra": true`` in config.json), so a run resumes only with
         the same choice.
+      w_std, b_std, residual: the network (``runs.depth.net_options``: weight and bias stds,
+        residual scale); the defaults are the norm-preserving bias-free net. Those set are
+        part of the configuration (config.json) and of every record.
     """
     where = "cond_vs_depth"
     depths = sorted({as_depth(L, where) for L in depths})
     # parsed once here (each activation once); the batches get the Activation objects
     parsed = {act.name: act for act in parse_activations(activations, where)}
     acts = list(parsed)
+    opts = net_options(w_std, b_std, residual, where=where, activations=list(parsed.values()))
+    if opts and any(w != "inf" for w in widths):
+        finite_net_factory(opts, where)  # fails now, not after the infinite-width kernels
     widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
@@ -119,6 +128,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
               "init_seeds": seeds if widths != ["inf"] else None, "seed": seed,
               "in_order": in_order, "drop_last": drop_last, "max_batches": max_batches,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
+    config.update(opts)  # only those set: runs of the default net keep their config.json
     if save_spectra:  # only when set: runs made before the flag existed still resume
         config["save_spectra"] = True
     share = current_share()  # several processes: the calls split, process 0 writes
@@ -150,11 +160,11 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
             if width == "inf":
                 return iter_infinite_batch(ds.x[index], index, depths=missing,
                                            activations=[parsed[a] for a in group_acts],
-                                           trainable=trainable, meta=meta, on_spectrum=hook)
+                                           trainable=trainable, meta=meta, on_spectrum=hook, **opts)
             return iter_finite_batch(ds.x[index], index, depths=missing,
                                      activations=[parsed[a] for a in group_acts], width=width,
                                      seeds=group_seeds, trainable=trainable, meta=meta,
-                                     on_spectrum=hook, nets=nets)
+                                     on_spectrum=hook, nets=nets, **opts)
 
         def keep(rec, spectrum, bar):
             if save_spectra and share.is_root:  # the spectrum first: a record never lacks its file
@@ -194,7 +204,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         title = (f"{name} ({ds.split}), n = {batch}, {len(index_batches)} batch(es), width "
                  f"{', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
                  + (f" ({len(seeds)} seeds)" if widths != ["inf"] else "")
-                 + f", trainable = {trainable}")
+                 + f", trainable = {trainable}" + net_title(opts))
         figure = plot_cond_vs_depth(rows, run.file("figure.png"), title=title, metadata=config)
         spectra = spectra_figure = None
         if save_spectra:
@@ -250,6 +260,11 @@ def record_validator(config: dict, batch_sizes) -> callable:
             raise ValueError(f"expected min_grad_angle_pair of two distinct rows, got {[i, j]}")
 
     return validate
+
+
+def net_title(opts: dict) -> str:
+    """', w_std = 1.5, b_std = 0.1, residual = 0.5' of the options set ('' for the default net)."""
+    return "".join(f", {k} = {v:g}" for k, v in opts.items())
 
 
 def grid_calls(todo) -> list[tuple]:
@@ -514,8 +529,9 @@ def build_parser(prog: str | None = None):
     p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
     p.add_argument("--max-batches", type=positive_int, default=None, help="at most this many batches")
     p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
-    p.add_argument("--activations", nargs="+", default=["relu", "linear"],
-                   help="relu linear leaky:0.1 ...")
+    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
+                   help=ACTIVATIONS_HELP)
+    add_net_arguments(p)
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
                    help="inf and/or finite widths, e.g. --width inf 512 2048")
     p.add_argument("--seeds", type=positive_int, default=5,
@@ -534,7 +550,7 @@ def build_parser(prog: str | None = None):
 
 def _run_command(args):
     ds = load_data(args, seed=args.seed)
-    sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=parse_depths(args.depths),
+    sweep = cond_vs_depth(ds, **net_kwargs(args), out=args.out, batch=args.batch, depths=parse_depths(args.depths),
                           activations=args.activations, widths=args.width, seeds=args.seeds,
                           trainable=args.trainable, seed=args.seed, in_order=args.in_order,
                           drop_last=args.drop_last, max_batches=args.max_batches,

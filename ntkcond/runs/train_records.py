@@ -113,15 +113,25 @@ def _predicted_rel_loss(K, y, lr, steps, f0=None) -> float:
 
 
 def infinite_record(x, y, *, depth: int, activation, rel_target: float, max_steps: int,
-                    meta=None) -> dict:
-    """The width-"inf" record: the prediction of ``infinite_ntk`` (η = 1/λmax, f₀ = 0)."""
+                    meta=None, w_std=None, b_std=0.0, residual=None) -> dict:
+    """The width-"inf" record: the prediction of ``infinite_ntk`` (η = 1/λmax, f₀ = 0), of
+    the net ``w_std``, ``b_std``, ``residual`` (``runs.depth.net_options``; those set are in
+    the record)."""
     from ..infinite.kernels import infinite_ntk
+    from .depth import infinite_sweep, net_options
 
     start = time.perf_counter()
     act = parse_activation(activation)
-    K = infinite_ntk(x, depth=depth, activation=act)
+    opts = net_options(w_std, b_std, residual, where="infinite_record", activations=[act])
+    if not opts:
+        K = infinite_ntk(x, depth=depth, activation=act)
+    else:
+        from ..infinite.geometry import pair_geometry
+
+        geometry = pair_geometry(np.asarray(x, np.float64), None, "infinite_record")
+        K = next(iter(infinite_sweep(geometry, [depth], act, "all", opts))).ntk
     rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
-               activation=act.name, width="inf", seed=None)
+               activation=act.name, width="inf", seed=None, **opts)
     rec.update(_spectrum_fields(K, -y, rel_target))
     predicted = steps_to_loss(K, y, rel_target=rel_target)
     stop = max_steps if math.isinf(predicted) else min(predicted, max_steps)
@@ -135,25 +145,26 @@ def infinite_record(x, y, *, depth: int, activation, rel_target: float, max_step
 
 
 def finite_record(x, y, *, depth: int, activation, width: int, seed: int, rel_target: float,
-                  max_steps: int, meta=None) -> dict:
+                  max_steps: int, meta=None, w_std=None, b_std=0.0, residual=None) -> dict:
     """The record of one trained net (``runs.train_vs_depth``'s docstring): measured beside
-    predicted steps."""
+    predicted steps; ``w_std``, ``b_std``, ``residual`` as in ``infinite_record``."""
     import jax
     import jax.numpy as jnp
 
     from ..finite.empirical import empirical_ntk
-    from ..finite.models import mlp
+    from .depth import finite_net_factory, net_options
 
     start = time.perf_counter()
     act = parse_activation(activation)
-    net = mlp(depth, width, act)
+    opts = net_options(w_std, b_std, residual, where="finite_record", activations=[act])
+    net = finite_net_factory(opts, "finite_record")(depth, width, act)
     with x64():
         params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
         xj = jnp.asarray(x, jnp.float64)
         K0 = np.asarray(empirical_ntk(net, params, xj), np.float64)
         f0 = np.asarray(net.apply(params, xj), np.float64)
     rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
-               activation=act.name, width=int(width), seed=int(seed))
+               activation=act.name, width=int(width), seed=int(seed), **opts)
     if not np.any(K0):  # dead at init: every unit of some layer inactive on every input
         return dict(rec, **dead_net_fields(f0, y), seconds=time.perf_counter() - start)
     rec.update(_spectrum_fields(K0, f0 - y, rel_target))

@@ -21,6 +21,7 @@ import numpy as np
 from ..._core.io import atomic_write
 from . import analytic_claims as A
 from . import bounds_claims as B
+from . import family_claims
 from . import finite_claims as F
 from . import prop41
 from .claim_kit import STATUSES, Claim, Formulas, pyplot, save_figure
@@ -55,7 +56,7 @@ def checks() -> list:
             F.check_gradient_angle_nt, A.check_small_angle_law, A.check_embedding_collapse, F.check_linear_nets,
             A.check_infinite_depth, A.check_first_layer_only, A.check_two_points,
             A.check_headline_fails, F.check_optimization_speed, prop41.check_prop41,
-            B.check_power_series, B.check_condition_bounds]
+            B.check_power_series, B.check_condition_bounds, family_claims.check_activation_rate]
 
 
 def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formulas = Formulas(),
@@ -93,7 +94,8 @@ _IDS = {"check_one_layer_angle": {"1"}, "check_derivative_kernel": {"2"},
         "check_small_angle_law": {"4"}, "check_embedding_collapse": {"5"},
         "check_infinite_depth": {"7", "7a", "7b"}, "check_first_layer_only": {"8"},
         "check_two_points": {"9", "9a", "9b"}, "check_headline_fails": {"10"},
-        "check_power_series": {"13"}, "check_condition_bounds": {"14"}}
+        "check_power_series": {"13"}, "check_condition_bounds": {"14"},
+        "check_activation_rate": {"21"}}
 
 
 def _number(value) -> str:

@@ -91,7 +91,8 @@ COMMAND_DOC = """Bias-free ReLU networks as linear networks (Zhang, Saxe & Latha
 Subcommands: expressivity (item 1), equivalence (2), closed-form (3), symmetry-breaking (4),
 deep (5), ntk (6); orthogonal, xor, rank-one, large-init (independent linear nets on
 orthogonal and XOR data, the conserved rank-one structure, collapse at large init and
-learning rate); all. Each writes <name>.png and summary_<name>.json to --out (``all`` also
+learning rate); bias-breaking (the equivalence of item 2 with a trained hidden bias of scale
+s_b: how far it breaks); all. Each writes <name>.png and summary_<name>.json to --out (``all`` also
 writes summary.json with every result) and prints the JSON summary. The experiments are
 ``ntkcond.papers.zhang_saxe_latham.experiments``, the figures ``.figures.plot``; the run
 directory ``.experiments_run.run_experiments``: one directory collects
@@ -135,6 +136,7 @@ def _experiments(args) -> dict:
                                            data=args.ortho_data, seeds=args.seeds)),
         "xor": (ex.xor, dict(seeds=args.seeds)),
         "rank-one": (ex.rank_one, {}),
+        "bias-breaking": (ex.bias_breaking, dict(b_stds=_floats(args.b_stds, "--b-stds"))),
         "large-init": (ex.large_init, dict(scales=_floats(args.scales, "--scales"),
                                            lrs=_floats(args.grid_lrs, "--grid-lrs"),
                                            seeds=args.seeds)),
@@ -146,7 +148,7 @@ def build_parser(prog: str | None = None):
     p = command_parser(NAME, COMMAND_DOC, prog)
     p.add_argument("command", choices=["expressivity", "equivalence", "closed-form",
                                        "symmetry-breaking", "deep", "ntk", "orthogonal", "xor",
-                                       "rank-one", "large-init", "all"])
+                                       "rank-one", "large-init", "bias-breaking", "all"])
     p.add_argument("--fast", action="store_true", help="small, quick configuration")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=None,
@@ -173,6 +175,8 @@ def build_parser(prog: str | None = None):
                    help="orthogonal: scaled basis vectors or orthogonalised digits images")
     p.add_argument("--scales", default=None, help="large-init: init scales of the phase diagram")
     p.add_argument("--grid-lrs", default=None, help="large-init: learning rates of the phase diagram")
+    p.add_argument("--b-stds", default=None,
+                   help="bias-breaking: bias scales s_b (default 0,0.01,0.03,0.1,0.3,1)")
     add_run_arguments(p, NAME)
     return p
 

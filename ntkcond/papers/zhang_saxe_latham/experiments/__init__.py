@@ -29,6 +29,10 @@ Each module ``<topic>_runs`` measures the theory of ``nets`` it names:
     ``rank_one``           W₁ = W₂ᵀrᵀ is conserved by gradient flow on whitened symmetric data
                            with an odd teacher (``track_rank_one``), broken ∝ lr by GD and by
                            planted asymmetries.
+  ``bias_runs``          (``nets.biasfree``)
+    ``bias_breaking``      item 2 with a trained hidden bias of scale s_b (issue 21): the
+                           mirrored init stays linear but symmetric data no longer keep it
+                           mirrored; the drift from the linear net against s_b.
   ``collapse_runs``      (``nets.collapse``)
     ``large_init``         phase diagram (init scale × learning rate) of the collapse of the
                            leaky-slope curves after t → c·t (``slope_collapse``), over seeds.
@@ -37,6 +41,7 @@ Each module ``<topic>_runs`` measures the theory of ``nets`` it names:
 the slopes ``ALPHAS``), public names of a private module.
 """
 from ._common import ALPHAS as ALPHAS
+from .bias_runs import bias_breaking as bias_breaking
 from .collapse_runs import COLLAPSE_OK as COLLAPSE_OK, large_init as large_init
 from .conservation_runs import rank_one as rank_one
 from .equivalence_runs import (
