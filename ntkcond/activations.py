@@ -195,17 +195,8 @@ def _jax_smooth(name):
     }[name]
 
 
-@dataclasses.dataclass(frozen=True)
-class SmoothActivation:
-    """A named smooth activation: ``erf``, ``gelu`` (z·Φ(z)), ``sin``, ``tanh``,
-    ``softplus``, ``silu``. Kernels: closed forms for erf, gelu and sin
-    (``ntkcond.infinite.duals``), Gauss–Hermite quadrature for the others.
-
-    Attributes:
-      name: one of ``SMOOTH_NAMES``.
-    """
-
-    name: str
+class _NotLeaky:
+    """What the smooth and callable activations share: they are not of the leaky family."""
 
     is_leaky = False
     is_linear = False
@@ -218,6 +209,19 @@ class SmoothActivation:
             "relu, linear, abs or leaky:<alpha>; the general net (w_std=, b_std=) of "
             "ntkcond.infinite_ntk and the functions that take w_std covers it"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class SmoothActivation(_NotLeaky):
+    """A named smooth activation: ``erf``, ``gelu`` (z·Φ(z)), ``sin``, ``tanh``,
+    ``softplus``, ``silu``. Kernels: closed forms for erf, gelu and sin
+    (``ntkcond.infinite.duals``), Gauss–Hermite quadrature for the others.
+
+    Attributes:
+      name: one of ``SMOOTH_NAMES``.
+    """
+
+    name: str
 
     @property
     def scale(self) -> float:
@@ -250,7 +254,7 @@ class SmoothActivation:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class CallableActivation:
+class CallableActivation(_NotLeaky):
     """A user's elementwise activation f (jax-traceable), derivatives by ``jax.grad``.
 
     Checked once by ``parse_activation``: f maps shapes to the same shape, acts elementwise
@@ -263,18 +267,6 @@ class CallableActivation:
 
     fn: Callable
     name: str = "callable"
-
-    is_leaky = False
-    is_linear = False
-
-    @property
-    def slope(self) -> float:
-        """Not defined: raises ValueError for the routes of the leaky family only."""
-        raise ValueError(
-            f"activation {self.name!r} is not of the leaky family (no slope): this route takes "
-            "relu, linear, abs or leaky:<alpha>; the general net (w_std=, b_std=) of "
-            "ntkcond.infinite_ntk and the functions that take w_std covers it"
-        )
 
     @property
     def scale(self) -> float:
