@@ -85,6 +85,7 @@ __all__ = [
     "mehler_coefficients",
     "mehler_levels",
     "quadrature_gaps",
+    "gelu_gaps",
     "quadrature_check",
     "quadrature_step",
     "uses_quadrature",
@@ -220,14 +221,140 @@ def _sin(q1, q2, c, D):
     return M, np.maximum(gap, 0.0), Md, np.maximum(gapd, 0.0)
 
 
-def _gelu(q1, q2, c):
-    p1, p2 = 1.0 + q1, 1.0 + q2
-    d2 = p1 * p2 - c * c
+def _gelu_det(q1, q2, c, D):
+    """q₁q₂ − c² = (D − ½s²)(√(q₁q₂) + c) ≥ 0, without cancellation."""
+    s = _sqrt_diff(q1, q2)
+    return np.maximum(D - 0.5 * s * s, 0.0) * np.maximum(np.sqrt(q1 * q2) + c, 0.0)
+
+
+def _gelu_slopes(q1, q2, c, det):
+    """(Ṁ, M̈) of GELU, eqs. (6)–(7), at covariance c with det = q₁q₂ − c² given."""
+    p1p2 = (1.0 + q1) * (1.0 + q2)
+    d2 = 1.0 + q1 + q2 + det  # δ² = (1 + q₁)(1 + q₂) − c²
+    d = np.sqrt(d2)
+    two_pi = 2.0 * np.pi
+    Md = 0.25 + np.arctan2(c, d) / two_pi + c / (two_pi * d) * ((2.0 + q1 + q2) / p1p2 + 1.0 / d2)
+    Mdd = (((2.0 + q1 + 2.0 * q2 + det) * (2.0 + 2.0 * q1 + q2 + det) + 2.0 * c * c)
+           / (two_pi * d2 * d2 * d))
+    return Md, Mdd
+
+
+def _gelu_terms(q1, q2, c, det):
+    """(M, Ṁ) of GELU, eq. (6), at covariance c with det = q₁q₂ − c² given."""
+    p1p2 = (1.0 + q1) * (1.0 + q2)
+    d2 = 1.0 + q1 + q2 + det
     d = np.sqrt(d2)
     psi = np.arctan2(c, d)
-    M = 0.25 * c + ((c * c + q1 * q2 * d2) / (p1 * p2 * d) + c * psi) / (2 * np.pi)
-    Md = 0.25 + psi / (2 * np.pi) + c / (d * 2 * np.pi) * (1 / d2 + (1 - q1 * q2) / (p1 * p2) + 1)
+    M = 0.25 * c + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * np.pi)
+    Md = 0.25 + psi / (2 * np.pi) + c / (d * 2 * np.pi) * ((2.0 + q1 + q2) / p1p2 + 1.0 / d2)
     return M, Md
+
+
+def _gelu(q1, q2, c, D):
+    return _gelu_terms(q1, q2, c, _gelu_det(q1, q2, c, D))
+
+
+#: GELU's gaps at perfect correlation (eq. (8)) by the mixed-partial rule where the cheap
+#: ½(P₁ + P₂) − M(q₁, q₂, √(q₁q₂)) is below this fraction of ½(P₁ + P₂) (and likewise Dσ').
+_GELU_RHO1_BELOW = 1e-2
+_GELU_PATH_N = 12
+
+
+def _gelu_mixed(x, y):
+    """(∂²m/∂x∂y, ∂²ṁ/∂x∂y) = (E[z²σ'(xz)σ'(yz)], E[z²σ''(xz)σ''(yz)]), z ~ N(0, 1), for
+    m(x, y) = E[σ(xz)σ(yz)] (eq. (8)); x, y ≥ 0."""
+    A, B = 1.0 + x * x, 1.0 + y * y
+    d2 = 1.0 + x * x + y * y
+    d = np.sqrt(d2)
+    xy = x * y
+    two_pi = 2.0 * np.pi
+    d3 = d2 * d
+    m = (0.25 + np.arctan2(xy, d) / two_pi
+         + xy / two_pi * ((1.0 / A + 1.0 / B) / d + (2.0 / (A * A) + 2.0 / (B * B)) / d
+                          + (1.0 / A + 1.0 / B) / d3 + 3.0 / (d3 * d2)))
+    md = (4.0 * d2 * d2 - 6.0 * (x * x + y * y) * d2 + 15.0 * xy * xy) / (two_pi * d3 * d2 * d2)
+    return m, md
+
+
+def _gelu_gaps_at_one(q1, q2, mean, meand):
+    """(Dσ, Dσ') of GELU at ρ = 1 (v = √(q₂/q₁)u), eq. (8): the cheap difference of closed
+    forms where it is at least ``_GELU_RHO1_BELOW`` of the mean, else ½s² × the 8 × 8
+    Gauss–Legendre mean of the mixed partials over [√q₂, √q₁]²; exact 0 for q₁ = q₂."""
+    r = np.sqrt(q1 * q2)
+    M1, Md1 = _gelu_terms(q1, q2, r, np.zeros_like(r))
+    g, gd = mean - M1, meand - Md1
+    redo = (g < _GELU_RHO1_BELOW * mean) | (gd < _GELU_RHO1_BELOW * meand)
+    if np.any(redo):
+        s = _sqrt_diff(q1[redo], q2[redo])[:, None, None]
+        b = np.sqrt(q2[redo])[:, None, None]
+        m, md = _gelu_mixed(b + s * _GL_T[:, None], b + s * _GL_T[None, :])
+        w2 = _GL_W[:, None] * _GL_W[None, :]
+        s2 = 0.5 * s[:, 0, 0] ** 2
+        gm, gmd = s2 * (m * w2).sum((1, 2)), s2 * (md * w2).sum((1, 2))
+        g, gd = g.copy(), gd.copy()
+        g[redo] = np.where(g[redo] < _GELU_RHO1_BELOW * mean[redo], gm, g[redo])
+        gd[redo] = np.where(gd[redo] < _GELU_RHO1_BELOW * meand[redo], gmd, gd[redo])
+    return np.maximum(g, 0.0), np.maximum(gd, 0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _graded_rule(levels):
+    """(τ, ω): composite ``_GELU_PATH_N``-point Gauss–Legendre on [0, 1] with the panels
+    [0, 2^−J], [2^−J, 2^{1−J}], …, [½, 1] (J = ``levels``). Cached, read-only."""
+    t, w = np.polynomial.legendre.leggauss(_GELU_PATH_N)
+    t, w = 0.5 * (t + 1.0), 0.5 * w
+    ends = [0.0] + [2.0 ** -j for j in range(levels, -1, -1)]
+    tau = np.concatenate([lo + (hi - lo) * t for lo, hi in zip(ends[:-1], ends[1:])])
+    omega = np.concatenate([(hi - lo) * w for lo, hi in zip(ends[:-1], ends[1:])])
+    tau.setflags(write=False)
+    omega.setflags(write=False)
+    return tau, omega
+
+
+def _gelu_path(q1, q2, r, L, budget=2_000_000):
+    """(∫ Ṁ dc', ∫ M̈ dc') over c' ∈ [r − L, r] at fixed q₁, q₂ (eq. (7)), in t = r − c' with
+    q₁q₂ − c'² = t(2r − t): the graded Gauss–Legendre rule of ``gelu_gaps``."""
+    cstar = np.sqrt((1.0 + q1) * (1.0 + q2))
+    d0 = (1.0 + q1 + q2) / (r + cstar)  # t = −d0: δ² = 0 (≥ 1)
+    dL = (r - L) + cstar  # t = L + dL: the other zero of δ² (dL ≥ d0)
+    one = L <= d0
+    h = np.where(one, L, 0.5 * L)
+    with np.errstate(divide="ignore"):
+        JL = np.where(one, 0, np.ceil(np.log2(np.maximum(h / d0, 1.0)))).astype(int)
+        JR = np.where(one, -1, np.ceil(np.log2(np.maximum(h / dL, 1.0)))).astype(int)
+    idx = np.arange(L.size)
+    # jobs: t = base + sign·h·τ with weights h·ω, on the rule of J levels
+    jobs = [(idx, np.zeros(L.size), 1.0, JL), (idx[~one], L[~one], -1.0, JR[~one])]
+    out, outd = np.zeros(L.size), np.zeros(L.size)
+    for sel, base, sign, J in jobs:
+        for level in np.unique(J):
+            pick = J == level
+            i, b0 = sel[pick], base[pick]
+            tau, omega = _graded_rule(int(level))
+            step = max(1, budget // tau.size)
+            for st in range(0, i.size, step):
+                ii, bb = i[st:st + step], b0[st:st + step][:, None]
+                hh = h[ii][:, None]
+                t = bb + sign * hh * tau
+                rr = r[ii][:, None]
+                Md, Mdd = _gelu_slopes(q1[ii][:, None], q2[ii][:, None], rr - t,
+                                       t * (2.0 * rr - t))
+                out += np.bincount(ii, (Md @ omega) * hh[:, 0], minlength=L.size)
+                outd += np.bincount(ii, (Mdd @ omega) * hh[:, 0], minlength=L.size)
+    return out, outd
+
+
+def gelu_gaps(q1, q2, c, D):
+    """(Dσ, Dσ') of GELU by eqs. (7)–(8): the gaps at ρ = 1 plus Price's path integrals of
+    Ṁ and M̈ from c to √(q₁q₂), every term non-negative (1-D arrays of pairs)."""
+    q1, q2, c, D = (np.asarray(a, np.float64) for a in (q1, q2, c, D))
+    P1, Pd1 = _gelu_terms(q1, q1, q1, np.zeros_like(q1))
+    P2, Pd2 = _gelu_terms(q2, q2, q2, np.zeros_like(q2))
+    g1, gd1 = _gelu_gaps_at_one(q1, q2, 0.5 * (P1 + P2), 0.5 * (Pd1 + Pd2))
+    _, um, _, _, _, r = angle_terms(q1, q2, c, D)
+    L = um * r  # √(q₁q₂) − c ≥ 0
+    I, Id = _gelu_path(q1, q2, r, L)
+    return g1 + I, gd1 + Id
 
 
 def diagonal(act, q, h_scale=_H_SCALE):
@@ -242,8 +369,7 @@ def diagonal(act, q, h_scale=_H_SCALE):
     if name == "sin":
         return -0.5 * np.expm1(-2.0 * q), 0.5 * (1.0 + np.exp(-2.0 * q))
     if name == "gelu":
-        M, Md = _gelu(q, q, q)
-        return M, Md
+        return _gelu_terms(q, q, q, np.zeros_like(q))
     z, w = _nodes(quadrature_step(q, h_scale))
     u = np.sqrt(q)[..., None] * z
     return (w * act(u) ** 2).sum(-1), (w * act.derivative(u) ** 2).sum(-1)
@@ -575,7 +701,7 @@ def dual(act, q1, q2, c, D, gaps=True, h_scale=_H_SCALE):
     if name == "sin":
         return _sin(q1, q2, c, D)
     if name == "gelu":
-        M, Md = _gelu(q1, q2, c)
+        M, Md = _gelu(q1, q2, c, D)
     else:
         found = mehler_dual(act, q1, q2, c)
         M, Md = found if found is not None else quadrature_dual(act, q1, q2, c, D, h_scale)
@@ -594,5 +720,7 @@ def dual(act, q1, q2, c, D, gaps=True, h_scale=_H_SCALE):
     small = np.broadcast_to(small, shape)
     if np.any(small):
         b = [np.broadcast_to(a, shape)[small] for a in (q1, q2, c, D)]
-        gap[small], gapd[small] = quadrature_gaps(act, *b, h_scale=h_scale)
+        gaps_of = gelu_gaps if name == "gelu" else functools.partial(
+            quadrature_gaps, act, h_scale=h_scale)
+        gap[small], gapd[small] = gaps_of(*b)
     return M, np.maximum(gap, 0.0), Md, np.maximum(gapd, 0.0)
