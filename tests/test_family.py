@@ -276,3 +276,56 @@ def test_streaming_smallest_angles_general_nets(method):
     with pytest.raises(ValueError, match="backend 'numpy' only"):
         ntkcond.streaming_smallest_angles(x, depths=[1], activations=("erf",), w_std=1.5,
                                           backend="jax")
+
+
+def _gelu_closed_form(name, q1, q2, c):
+    """GELU's (M, Ṁ) by eq. (6) of ntkcond.infinite.duals in mpmath: valid at any variance
+    (the reference's trapezoid needs ~√q nodes); at 50 digits δ² = (1 + q₁)(1 + q₂) − c²
+    keeps > 40 digits for q ≤ 1e7."""
+    assert name == "gelu"
+    p1p2 = (1 + q1) * (1 + q2)
+    d2 = p1p2 - c * c
+    d = mp.sqrt(d2)
+    psi = mp.atan2(c, d)
+    M = c / 4 + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * mp.pi)
+    Md = mp.mpf(1) / 4 + psi / (2 * mp.pi) + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1)
+    return M, Md
+
+
+def test_gelu_depth_100_large_variances(monkeypatch):
+    # GELU, w_std = 1.5: variances grow ~1.125^L from ‖x‖²/d ≳ 0.5 (to ~1e6 at depth 100),
+    # where the trapezoid would need ~50,000 nodes a side; the gaps come from Price's
+    # theorem (duals eqs. (7)–(8)). Against the reference's textbook recursion with eq. (6)
+    # in mpmath at 50 digits (itself checked against the trapezoid reference at depth 3):
+    # kernels 1e-12 relative to √(KᵢᵢKⱼⱼ), gradient angles 1e-9 relative (the near-duplicate
+    # pair at θ = 1e-6 rad included).
+    rng = np.random.default_rng(7)
+    d = 40
+    x = rng.standard_normal((4, d))
+    x *= np.sqrt(np.array([1.0, 1.5, 2.0, 3.0]) * d / (x * x).sum(1))[:, None]
+    x = np.vstack([x, _near_duplicates("rotation", d=d, seed=2) * np.sqrt(2.0 * d) / np.linalg.norm(
+        _near_duplicates("rotation", d=d, seed=2)[0])])
+    pairs = [(4, 5), (0, 1), (2, 3), (1, 4)]
+    trap = ref.kernels(x[4], x[5], [3], "gelu", 1.5, 0.0)[3]
+    monkeypatch.setattr(ref, "DPS", 50)
+    monkeypatch.setattr(ref, "expectations", _gelu_closed_form)
+    closed = ref.kernels(x[4], x[5], [3], "gelu", 1.5, 0.0)[3]
+    with mp.workdps(30):
+        assert abs(closed[1] - trap[1]) <= mp.mpf(10) ** -20 * abs(trap[1])
+        assert abs(closed[2] - trap[2]) <= mp.mpf(10) ** -20
+    K = ntkcond.infinite_ntk(x, depth=100, activation="gelu", w_std=1.5)
+    phi = ntkcond.gradient_angles(x, depth=100, activation="gelu", w_std=1.5)
+    assert np.all(np.isfinite(K)) and np.all(np.isfinite(phi))
+    assert np.max(np.abs(K - K.T)) <= 1e-14 * np.max(np.abs(K))
+    assert np.max(np.abs(phi - phi.T)) <= 1e-14 * np.max(phi) and np.all(np.diag(phi) == 0)
+    for i, j in pairs:
+        r = ref.kernels(x[i], x[j], [100], "gelu", 1.5, 0.0)[100]
+        _, ntk, cos, nxx, nyy = r
+        with mp.workdps(50):
+            assert nxx > 1e5  # the variances did grow past the trapezoid's node limit
+            want = float(2 * mp.atan2(mp.sqrt(1 - cos), mp.sqrt(1 + cos)))
+            scale = float(mp.sqrt(nxx * nyy))
+        assert abs(K[i, j] - float(ntk)) <= 1e-12 * scale, (i, j)
+        assert abs(K[i, i] - float(nxx)) <= 1e-12 * float(nxx)
+        assert abs(phi[i, j] - want) <= 1e-9 * want, (i, j, phi[i, j], want)
+    assert phi[4, 5] < 1e-2
