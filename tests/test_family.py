@@ -164,8 +164,8 @@ def test_callable_matches_named():
     (dict(w_std=1.0, residual=0.0), ValueError, "residual > 0"),
     (dict(w_std=float("nan")), ValueError, "w_std"),
     (dict(w_std="1"), TypeError, "w_std as a real number"),
-    (dict(activation="leaky:1.5"), ValueError, r"slope in \[-1, 1\]"),
-    (dict(activation="swish"), ValueError, "expected 'relu'"),
+    (dict(activation="leaky:1.5"), ValueError, r"infinite_ntk: activation: .*slope in \[-1, 1\]"),
+    (dict(activation="swish"), ValueError, "infinite_ntk: activation: expected 'relu'"),
     (dict(activation="softplus", w_std=3.0, b_std=1.0, depth=40), ValueError,
      "infinite_ntk: .*nodes"),
 ])
@@ -174,6 +174,20 @@ def test_bad_input(kw, err, match):
     args.update(kw)
     with pytest.raises(err, match=match):
         ntkcond.infinite_ntk(_synthetic(), **args)
+
+
+@pytest.mark.parametrize("call, where", [
+    (lambda a: ntkcond.infinite_nngp(_synthetic(), depth=2, activation=a), "infinite_nngp"),
+    (lambda a: ntkcond.gradient_angles(_synthetic(), depth=2, activation=a), "gradient_angles"),
+    (lambda a: ntkcond.depth_sweep(_synthetic(), [1], activation=a), "depth_sweep"),
+    (lambda a: ntkcond.blockwise_ntk(_synthetic(), depths=[1], activation=a), "blockwise_ntk"),
+    (lambda a: ntkcond.mlp(2, 8, activation=a), "mlp"),
+])
+def test_a_bad_activation_names_the_public_function(call, where):
+    with pytest.raises(ValueError, match=rf"^{where}: activation: expected 'relu'"):
+        call("swish")
+    with pytest.raises(ValueError, match=rf"^{where}: activation: .*slope in \[-1, 1\]"):
+        call("leaky:2")
 
 
 def test_bad_callables():
