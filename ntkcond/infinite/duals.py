@@ -50,7 +50,21 @@ GELU σ(z) = zΦ(z) (Tsuchida et al. 2020, arXiv 2002.08517; neural-tangents' ``
 and its gaps ½(P₁ + P₂) − M where that is at least ``GAP_RECOMPUTE_BELOW`` of ½(P₁ + P₂)
 (relative error < 1e-13 there), else by quadrature as below.
 
-Quadrature (tanh, softplus, SiLU, callables; the small gaps of GELU)
+Mehler's series (tanh, softplus, SiLU, callables)
+-------------------------------------------------
+With h_k = He_k/√k! (orthonormal under N(0, 1)), a_k(q) = E[σ(√q z)h_k(z)] and ȧ_k likewise
+for σ' (``mehler_coefficients``: a 1-D trapezoid per distinct variance, split into σ's even
+and odd parts: an odd σ has exactly zero even a_k),
+
+    M = Σ_k a_k(q₁) a_k(q₂) ρ^k,   Ṁ = Σ_k ȧ_k(q₁) ȧ_k(q₂) ρ^k,   ρ = c/√(q₁q₂),        (7)
+
+each pair's sum truncated at the first K with |ρ|^K·t_K ≤ 1e-14, t_K the largest relative
+tail Σ_{k≥K} a_k²/Σ_k a_k² over the variances (Cauchy–Schwarz: the error is below 1e-14 of
+√(P₁P₂); ``mehler_levels``). Where 2950 terms do not reach the tail at ρ = 1 (very large
+variances), the 2-D trapezoid below instead. The small gaps: the divided-difference
+quadrature below.
+
+Quadrature (the trapezoid; the small gaps of GELU and of the series)
 --------------------------------------------------------------------
 In the Cholesky form u = √q₁ z₁, v = √q₂(cos θ z₁ + sin θ z₂), z₁, z₂ ~ N(0, 1), by the
 trapezoidal rule on [−8.5, 8.5]² with step h = 0.18/√max(q, 1) (the rule converges like
