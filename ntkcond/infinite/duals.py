@@ -468,12 +468,13 @@ def mehler_dual(act, q1, q2, c):
     for b in range(bulk + 1, Ks.size):
         if counts[b]:
             sel = np.flatnonzero(level == b)
-            rest.append((int(Ks[b]), sel, np.broadcast_to(inv1, shape).ravel()[sel],
-                         np.broadcast_to(inv2, shape).ravel()[sel], rho.ravel()[sel]))
+            at = np.unravel_index(sel, shape)
+            rest.append((int(Ks[b]), sel, np.broadcast_to(inv1, shape)[at],
+                         np.broadcast_to(inv2, shape)[at], rho.ravel()[sel]))
     out = []
     for A1, A2, par in ((a1, a2, parity[0]), (ad1, ad2, parity[1])):
-        R1 = np.moveaxis(A1[inv1][..., : K0 + 1], -1, 0)  # (K0 + 1,) + q1.shape
-        R2 = np.moveaxis(A2[inv2][..., : K0 + 1], -1, 0)
+        R1 = np.ascontiguousarray(np.moveaxis(A1[:, : K0 + 1][inv1], -1, 0))  # (K0+1,) + q1.shape
+        R2 = np.ascontiguousarray(np.moveaxis(A2[:, : K0 + 1][inv2], -1, 0))
         acc = _horner_block(R1, R2, rho, K0, np.empty(shape), par)
         flat = acc.reshape(-1)
         for K, sel, i1, i2, r in rest:
