@@ -260,11 +260,20 @@ def plot_study(rows, path: str, *, title: str = "") -> str:
             ax.set_xlim(0, max(r["depth"] for r in rows))
             ax.set_xlabel("depth L (hidden layers); linear to 10, log beyond")
             ax.grid(alpha=0.3, which="both")
-        axes[0, col].legend(fontsize=7, ncol=2, title="solid: width ∞; dashed: 512 (5 seeds)",
-                            title_fontsize=7)
+    handles = {}
+    for ax in axes[0]:  # one legend for all panels, below them (none hides a curve)
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    finite = sorted({str(r["width"]) for r in rows} - {"inf"})
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", fontsize=8,
+               ncol=min(7, max(1, len(handles))), frameon=False,
+               title="solid: width ∞" + (f"; dashed: width {', '.join(finite)} (band: min–max "
+                                         "over batches and seeds)" if finite else ""),
+               title_fontsize=8)
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    rows_of_legend = math.ceil(len(handles) / min(7, max(1, len(handles))))
+    fig.tight_layout(rect=(0, 0.035 + 0.025 * rows_of_legend, 1, 1))
     atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
