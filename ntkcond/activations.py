@@ -372,7 +372,7 @@ def _check_callable(fn, name):
             )
 
 
-def parse_activation(activation):
+def parse_activation(activation, where: str | None = None):
     """Turn any accepted spelling of an activation into an activation object.
 
     Args:
@@ -380,6 +380,8 @@ def parse_activation(activation):
         [−1, 1], ``"leaky:α"``, one of ``SMOOTH_NAMES`` (``"erf"``, ``"gelu"``, ``"sin"``,
         ``"tanh"``, ``"softplus"``, ``"silu"``), an activation object, or an elementwise
         callable (checked: elementwise, finite with two finite derivatives on [−30, 30]).
+      where: the public function to name in errors (``"infinite_ntk: activation: …"``);
+        None: ``parse_activation`` itself.
 
     Returns:
       ``Activation`` (leaky family), ``SmoothActivation`` or ``CallableActivation``.
@@ -389,6 +391,16 @@ def parse_activation(activation):
         not finite.
       TypeError: a value of an unsupported type.
     """
+    if where is None:
+        return _parse_activation(activation)
+    try:
+        return _parse_activation(activation)
+    except (TypeError, ValueError) as err:  # name the caller, not the parser
+        message = str(err).removeprefix("parse_activation: ")
+        raise type(err)(f"{where}: activation: {message}") from None
+
+
+def _parse_activation(activation):
     if isinstance(activation, (Activation, SmoothActivation, CallableActivation)):
         return activation
     slope = None
@@ -470,7 +482,7 @@ def norm_preserving_scale(activation) -> float:
 
     Raises ValueError for activations outside the leaky family (not homogeneous).
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "norm_preserving_scale")
     if not act.is_leaky:
         raise ValueError(
             f"norm_preserving_scale: activation {act.name!r} is not homogeneous; "
@@ -483,7 +495,7 @@ def parse_unit_slope(activation, where: str = "parse_activation"):
     """``parse_activation`` restricted to leaky slopes α ∈ [0, 1] (ReLU … linear): the range
     of the bias-free theory of Zhang, Saxe & Latham (arXiv 2406.12615)."""
     try:
-        act = parse_activation(activation)
+        act = parse_activation(activation, where)
     except ValueError as err:
         if "slope in [-1, 1]" not in str(err):
             raise
@@ -546,7 +558,7 @@ def resolve_net(activation, w_std, b_std, residual, where: str):
     """The ``Net`` of a public call, or None for the default bias-free norm-preserving net
     (``w_std``, ``b_std``, ``residual`` all None or b_std = 0 with a leaky activation), which
     keeps its own exact route. One clear ValueError/TypeError naming ``where`` otherwise."""
-    act = parse_activation(activation)
+    act = parse_activation(activation, where)
     vals = {}
     for name, val, lower, strict in (("w_std", w_std, 0.0, True), ("b_std", b_std, 0.0, False),
                                      ("residual", residual, 0.0, True)):

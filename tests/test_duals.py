@@ -112,17 +112,18 @@ def test_gaps_are_exact_zero_on_the_diagonal():
         assert np.all(G == 0) and np.all(Gd == 0)
 
 
-# ---- GELU's gaps by Price's theorem (duals eqs. (7)–(8)) ------------------------------------
+# ---- GELU's gaps by Price's theorem (duals eqs. (6a)–(6b)) ------------------------------------
 
 def _mp_gelu(q1, q2, c):
-    """(M, Ṁ, M̈) of GELU in mpmath: eq. (6) and eq. (7)'s M̈ (checked against quadrature in
+    """(M, Ṁ, M̈) of GELU in mpmath: eq. (6) and eq. (6a)'s M̈ (checked against quadrature in
     test_gelu_second_derivative_kernel_against_mpmath)."""
     p1p2 = (1 + q1) * (1 + q2)
     d2 = p1p2 - c * c
     d = mp.sqrt(d2)
     psi = mp.atan2(c, d)
     M = c / 4 + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * mp.pi)
-    Md = mp.mpf(1) / 4 + psi / (2 * mp.pi) + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1)
+    Md = (mp.mpf(1) / 4 + psi / (2 * mp.pi)
+          + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1))
     S11, S22, S12 = (q1 + q1 * q2 - c * c) / d2, (q2 + q1 * q2 - c * c) / d2, c / d2
     Mdd = (4 - 2 * (S11 + S22) + S11 * S22 + 2 * S12 * S12) / (2 * mp.pi * d)
     return M, Md, Mdd
@@ -131,7 +132,7 @@ def _mp_gelu(q1, q2, c):
 @pytest.mark.parametrize("q1, q2, rho", [(1.3, 0.7, 0.5), (0.5, 0.5, 1 - 1e-4), (2.0, 1.0, -0.99),
                                          (0.3, 0.2, 0.0), (4.0, 4.0, 0.999)])
 def test_gelu_second_derivative_kernel_against_mpmath(q1, q2, rho):
-    # M̈ = E[σ''(u)σ''(v)], σ'' = (2 − z²)φ, eq. (7), against a 2-D tanh-sinh quadrature in
+    # M̈ = E[σ''(u)σ''(v)], σ'' = (2 − z²)φ, eq. (6a), against a 2-D tanh-sinh quadrature in
     # the Cholesky form at 20 digits: 1e-13 relative (the quadrature reaches ~1e-17 here).
     with mp.workdps(20):
         Q1, Q2 = mp.mpf(q1), mp.mpf(q2)
@@ -149,7 +150,7 @@ def test_gelu_second_derivative_kernel_against_mpmath(q1, q2, rho):
 
 @pytest.mark.parametrize("x, y", [(1.2, 0.9), (0.1, 0.3), (5.0, 4.0), (100.0, 100.5), (1e-8, 2e-8)])
 def test_gelu_mixed_partials_against_mpmath(x, y):
-    # eq. (8): E[z²σ'(xz)σ'(yz)] and E[z²σ''(xz)σ''(yz)] against mpmath's 1-D quadrature,
+    # eq. (6b): E[z²σ'(xz)σ'(yz)] and E[z²σ''(xz)σ''(yz)] against mpmath's 1-D quadrature,
     # 1e-14 relative.
     with mp.workdps(30):
         X, Y = mp.mpf(x), mp.mpf(y)
@@ -191,8 +192,9 @@ def _gelu_ref_gaps(Q1, Q2, C):
                 float(1e-12 * gd + 8 * eps * D * abs(Mdd)))
 
 
-GELU_GAP_POINTS = [(q, q * ratio, theta) for q in (0.5, 3.0, 100.0) for ratio in (1.0, 1 + 1e-7, 1.003)
-                   for theta in (1e-6, 1e-3, 1e-1)] + [(1e4, 1e4, 1e-3), (1e4, 1e4 * (1 + 1e-7), 1e-6)]
+GELU_GAP_POINTS = [(q, q * ratio, theta) for q in (0.5, 3.0, 100.0)
+                   for ratio in (1.0, 1 + 1e-7, 1.003) for theta in (1e-6, 1e-3, 1e-1)]
+GELU_GAP_POINTS += [(1e4, 1e4, 1e-3), (1e4, 1e4 * (1 + 1e-7), 1e-6)]
 
 
 @pytest.mark.parametrize("q1, q2, theta", GELU_GAP_POINTS)
@@ -210,7 +212,7 @@ def test_gelu_gaps_against_mpmath(q1, q2, theta):
 
 @pytest.mark.parametrize("plant", ["no_rho1_term", "no_path_integral", "coarse_path"])
 def test_gelu_gaps_planted_errors_fail(plant, monkeypatch):
-    # Each part of eqs. (7)–(8) matters: dropping one, or a one-node path rule, breaks the
+    # Each part of eqs. (6a)–(6b) matters: dropping one, or a one-node path rule, breaks the
     # comparison with the reference at a point where both parts are present and the path
     # spans graded panels (L = √(q₁q₂)(1 − cos θ) ≈ 4.5 > d₀ ≈ 1).
     (a, b, c, D), (Q1, Q2, C) = _gelu_pair(100.0, 100.3, 0.3)
@@ -237,7 +239,8 @@ def test_gelu_gaps_agree_with_the_quadrature_at_moderate_variances():
     act = parse_activation("gelu")
     rng = np.random.default_rng(5)
     q1 = rng.uniform(0.3, 6.0, 12)
-    q2 = q1 * np.exp(rng.uniform(-0.05, 0.05, 12)) * (rng.random(12) < 0.7) + q1 * (rng.random(12) >= 0.7)
+    unequal = rng.random(12) < 0.7
+    q2 = np.where(unequal, q1 * np.exp(rng.uniform(-0.05, 0.05, 12)), q1)
     um = 10.0 ** rng.uniform(-12, -3, 12)
     s = duals._sqrt_diff(q1, q2)
     r = np.sqrt(q1 * q2)
@@ -251,7 +254,7 @@ def test_gelu_gaps_agree_with_the_quadrature_at_moderate_variances():
 
 def test_gelu_gaps_have_no_node_limit():
     # variances far beyond the trapezoid's MAX_NODES (q = 1e6: ~54,000 nodes a side): the
-    # gaps come from eqs. (7)–(8), finite, non-negative, and agree with the same formulas
+    # gaps come from eqs. (6a)–(6b), finite, non-negative, and agree with the same formulas
     # evaluated in mpmath (M̈ integrated by tanh-sinh, the ρ = 1 term by its mixed partials).
     q1, q2 = np.array([1e6, 1e6, 3e5]), np.array([1e6, 1e6 * (1 + 1e-9), 3.3e5])
     um = np.array([1e-12, 1e-6, 1e-4])
@@ -266,10 +269,67 @@ def test_gelu_gaps_have_no_node_limit():
             R, Dm = mp.sqrt(Q1 * Q2), mp.mpf(D[i])
             A, B = mp.sqrt(Q1), mp.sqrt(Q2)
             L = Dm - (A - B) ** 2 / 2
-            mixed = lambda x, y: (  # noqa: E731  eq. (8)'s σ'' partial
+            mixed = lambda x, y: (  # noqa: E731  eq. (6b)'s σ'' partial
                 (4 * (1 + x * x + y * y) ** 2 - 6 * (x * x + y * y) * (1 + x * x + y * y)
                  + 15 * x * x * y * y) / (2 * mp.pi * (1 + x * x + y * y) ** mp.mpf(3.5)))
             at_one = mp.quad(lambda x, y: mixed(x, y), [B, A], [B, A]) / 2 if A != B else 0
             path = mp.quad(lambda t: _mp_gelu(Q1, Q2, R - t)[2], [0, min(L, 1), L])
             want = at_one + path
             assert abs(Gd[i] - float(want)) <= 1e-12 * float(want), (i, Gd[i], want)
+
+
+def _full_mehler(act, q1, q2, c, K=2990):
+    """Mehler's series with K terms for every pair (the untruncated reference)."""
+    u, inv = np.unique(np.concatenate([q1, q2]), return_inverse=True)
+    a, ad = duals.mehler_coefficients(act, u, 3000)
+    i1, i2 = inv[: q1.size], inv[q1.size:]
+    rho = np.clip(c / np.sqrt(q1 * q2), -1.0, 1.0)
+    out = []
+    for A in (a, ad):
+        acc = np.zeros_like(c)
+        for k in range(K, -1, -1):
+            acc = acc * rho + A[i1, k] * A[i2, k]
+        out.append(acc)
+    return out, a, ad, i1, i2
+
+
+@pytest.mark.parametrize("name", ["tanh", "softplus", "silu"])
+def test_mehler_truncation_per_pair_keeps_its_bound(name):
+    """The per-pair truncation (levels by |ρ|) against the whole series for every pair, on
+    pairs from ρ = −1 to 1 and variances 0.2–8: within 1e-14 of √(P₁P₂) (the tail bound)
+    plus 1e-15 rounding."""
+    act = parse_activation(name)
+    rng = np.random.default_rng(4)
+    q1, q2 = rng.uniform(0.2, 8.0, 400), rng.uniform(0.2, 8.0, 400)
+    rho = np.concatenate([rng.uniform(-1, 1, 300), 1 - 10.0 ** rng.uniform(-12, -1, 90),
+                          [1.0] * 5, [-1.0] * 5])
+    c = rho * np.sqrt(q1 * q2)
+    M, Md = duals.mehler_dual(act, q1, q2, c)
+    (Mr, Mdr), a, ad, i1, i2 = _full_mehler(act, q1, q2, c)
+    P, Pd = np.sum(a * a, 1), np.sum(ad * ad, 1)
+    assert np.max(np.abs(M - Mr) / np.sqrt(P[i1] * P[i2])) <= 1.1e-14
+    assert np.max(np.abs(Md - Mdr) / np.sqrt(Pd[i1] * Pd[i2])) <= 1.1e-14
+
+
+def test_mehler_levels_cover_their_radius():
+    """Level b's radius r_b satisfies r_b^{K_b} t_{K_b} ≤ 1e-14 (the bound it promises);
+    radii grow with K, and the last level covers |ρ| ≤ 1."""
+    act = parse_activation("tanh")
+    a, ad = duals.mehler_coefficients(act, np.array([0.5, 2.25, 8.0]), 3000)
+    tails = np.max([np.cumsum((A * A)[:, ::-1], 1)[:, ::-1] / np.sum(A * A, 1, keepdims=True)
+                    for A in (a, ad)], axis=(0, 1))
+    Ks, radii = duals.mehler_levels(tails)
+    assert np.all(np.diff(Ks) > 0) and np.all(np.diff(radii) >= 0) and radii[-1] == np.inf
+    assert tails[Ks[-1]] <= 1e-14
+    for K, r in zip(Ks[:-1], radii[:-1]):
+        assert r ** K * tails[K] <= 1e-14 * (1 + 1e-12)
+
+
+def test_odd_activation_has_exactly_zero_even_coefficients():
+    a, ad, (p, pd) = duals.mehler_coefficients(parse_activation("tanh"), np.array([0.7, 3.0]),
+                                               300, parities=True)
+    assert (p, pd) == (1, 0)
+    assert np.all(a[:, 0::2] == 0) and np.all(ad[:, 1::2] == 0)
+    a, ad, parities = duals.mehler_coefficients(parse_activation("softplus"), np.array([1.0]),
+                                                300, parities=True)
+    assert parities == (None, None) and np.any(a[:, 2::2]) and np.any(a[:, 1::2])

@@ -164,8 +164,8 @@ def test_callable_matches_named():
     (dict(w_std=1.0, residual=0.0), ValueError, "residual > 0"),
     (dict(w_std=float("nan")), ValueError, "w_std"),
     (dict(w_std="1"), TypeError, "w_std as a real number"),
-    (dict(activation="leaky:1.5"), ValueError, r"slope in \[-1, 1\]"),
-    (dict(activation="swish"), ValueError, "expected 'relu'"),
+    (dict(activation="leaky:1.5"), ValueError, r"infinite_ntk: activation: .*slope in \[-1, 1\]"),
+    (dict(activation="swish"), ValueError, "infinite_ntk: activation: expected 'relu'"),
     (dict(activation="softplus", w_std=3.0, b_std=1.0, depth=40), ValueError,
      "infinite_ntk: .*nodes"),
 ])
@@ -174,6 +174,20 @@ def test_bad_input(kw, err, match):
     args.update(kw)
     with pytest.raises(err, match=match):
         ntkcond.infinite_ntk(_synthetic(), **args)
+
+
+@pytest.mark.parametrize("call, where", [
+    (lambda a: ntkcond.infinite_nngp(_synthetic(), depth=2, activation=a), "infinite_nngp"),
+    (lambda a: ntkcond.gradient_angles(_synthetic(), depth=2, activation=a), "gradient_angles"),
+    (lambda a: ntkcond.depth_sweep(_synthetic(), [1], activation=a), "depth_sweep"),
+    (lambda a: ntkcond.blockwise_ntk(_synthetic(), depths=[1], activation=a), "blockwise_ntk"),
+    (lambda a: ntkcond.mlp(2, 8, activation=a), "mlp"),
+])
+def test_a_bad_activation_names_the_public_function(call, where):
+    with pytest.raises(ValueError, match=rf"^{where}: activation: expected 'relu'"):
+        call("swish")
+    with pytest.raises(ValueError, match=rf"^{where}: activation: .*slope in \[-1, 1\]"):
+        call("leaky:2")
 
 
 def test_bad_callables():
@@ -288,14 +302,15 @@ def _gelu_closed_form(name, q1, q2, c):
     d = mp.sqrt(d2)
     psi = mp.atan2(c, d)
     M = c / 4 + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * mp.pi)
-    Md = mp.mpf(1) / 4 + psi / (2 * mp.pi) + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1)
+    Md = (mp.mpf(1) / 4 + psi / (2 * mp.pi)
+          + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1))
     return M, Md
 
 
 def test_gelu_depth_100_large_variances(monkeypatch):
     # GELU, w_std = 1.5: variances grow ~1.125^L from ‖x‖²/d ≳ 0.5 (to ~1e6 at depth 100),
     # where the trapezoid would need ~50,000 nodes a side; the gaps come from Price's
-    # theorem (duals eqs. (7)–(8)). Against the reference's textbook recursion with eq. (6)
+    # theorem (duals eqs. (6a)–(6b)). Against the reference's textbook recursion with eq. (6)
     # in mpmath at 50 digits (itself checked against the trapezoid reference at depth 3):
     # kernels 1e-12 relative to √(KᵢᵢKⱼⱼ), gradient angles 1e-9 relative (the near-duplicate
     # pair at θ = 1e-6 rad included).

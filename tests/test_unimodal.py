@@ -151,7 +151,7 @@ def test_certificate_accepts_a_planted_unimodal_function():
     [(dict(depths=[]), ValueError, "at least one depth"),
      (dict(cells=0), ValueError, "cells as an integer"),
      (dict(trainable="middle"), ValueError, "trainable"),
-     (dict(activation="swish"), ValueError, "parse_activation")],
+     (dict(activation="swish"), ValueError, "certify: activation: expected")],
 )
 def test_bad_input(kwargs, exc, message):
     args = dict(activation="relu", depths=[1])

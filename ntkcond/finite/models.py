@@ -146,7 +146,7 @@ def mlp(depth: int, width=512, activation="relu", *, w_std=None, b_std=None,
       >>> net = mlp(3, 512)
       >>> params = net.init(jax.random.PRNGKey(0), 784)
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "mlp")
     depth = as_depth(depth, "mlp")
     if isinstance(width, numbers.Integral) and not isinstance(width, bool):
         widths = (_as_width(width, "mlp", "width"),) * depth

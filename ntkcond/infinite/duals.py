@@ -54,7 +54,7 @@ Trans. Inf. Theory 4: ∂M/∂c = Ṁ, ∂Ṁ/∂c = M̈ = E[σ''(u)σ''(v)], σ
 c' from c to r = √(q₁q₂) at fixed q₁, q₂, every term non-negative:
 
     Dσ = Dσ|_{ρ=1} + ∫_c^r Ṁ dc',    Dσ' = Dσ'|_{ρ=1} + ∫_c^r M̈ dc',
-    M̈ = [(2 − S₁₁)(2 − S₂₂) + 2S₁₂²]/(2πδ),   S = Σ(I + Σ)⁻¹,                            (7)
+    M̈ = [(2 − S₁₁)(2 − S₂₂) + 2S₁₂²]/(2πδ),   S = Σ(I + Σ)⁻¹,                            (6a)
 
 2 − S₁₁ = (2 + q₁ + 2q₂ + det)/δ², 2 − S₂₂ = (2 + 2q₁ + q₂ + det)/δ², S₁₂ = c/δ². In
 t = r − c' (det = t(2r − t), exact), δ² vanishes only at t = −d₀, d₀ = (1 + q₁ + q₂)/(r +
@@ -69,18 +69,33 @@ m(x, y) = E[σ(xz)σ(yz)], Dσ|_{ρ=1} = ½[m(a, a) + m(b, b)] − m(a, b) = ½�
 
     ∂²m/∂x∂y = E[z²σ'(xz)σ'(yz)]
              = ¼ + atan2(xy, Δ)/(2π) + xy[(1/A + 1/B + 2/A² + 2/B²)/Δ + (1/A + 1/B)/Δ³ + 3/Δ⁵]/(2π),
-    ∂²ṁ/∂x∂y = E[z²σ''(xz)σ''(yz)] = [4Δ⁴ − 6(x² + y²)Δ² + 15x²y²]/(2πΔ⁷),            (8)
+    ∂²ṁ/∂x∂y = E[z²σ''(xz)σ''(yz)] = [4Δ⁴ − 6(x² + y²)Δ² + 15x²y²]/(2πΔ⁷),            (6b)
 
 by 8-point Gauss–Legendre on m × m panels of [b, a]² (½s² times its mean: exactly 0 for
 q₁ = q₂), m = 2^k with panels no wider than 0.3√(1 + b²) ≤ 0.3·the distance to the
-singularities of (8) at |Im x| ≥ √(1 + y²), where the cheap ½(P₁ + P₂) − M(q₁, q₂, r)
+singularities of (6b) at |Im x| ≥ √(1 + y²), where the cheap ½(P₁ + P₂) − M(q₁, q₂, r)
 (½(Ṗ₁ + Ṗ₂) − Ṁ) is below 1e-2 of ½(P₁ + P₂) (½(Ṗ₁ + Ṗ₂)) and m ≤ 16, else the cheap value
 (relative error < 1e-13): < 1e-14 relative against mpmath (q ≤ 1e6). No step depends on the
-variances, so there is no node limit. Conditioning: for q₁ ≠ q₂ at tiny θ, D ≈ ½s² ≫ L and the gaps inherit ~eps·D·|∂G/∂D|/G
-from D's rounding (and s's), as the angles of ``ntkcond.infinite.family`` do.
+variances, so there is no node limit. Conditioning: for q₁ ≠ q₂ at tiny θ, D ≈ ½s² ≫ L and
+the gaps inherit ~eps·D·|∂G/∂D|/G from D's rounding (and s's), as the angles of
+``ntkcond.infinite.family`` do.
 
-Quadrature (tanh, softplus, SiLU, callables)
---------------------------------------------
+Mehler's series (tanh, softplus, SiLU, callables)
+-------------------------------------------------
+With h_k = He_k/√k! (orthonormal under N(0, 1)), a_k(q) = E[σ(√q z)h_k(z)] and ȧ_k likewise
+for σ' (``mehler_coefficients``: a 1-D trapezoid per distinct variance, split into σ's even
+and odd parts: an odd σ has exactly zero even a_k),
+
+    M = Σ_k a_k(q₁) a_k(q₂) ρ^k,   Ṁ = Σ_k ȧ_k(q₁) ȧ_k(q₂) ρ^k,   ρ = c/√(q₁q₂),        (7)
+
+each pair's sum truncated at the first K with |ρ|^K·t_K ≤ 1e-14, t_K the largest relative
+tail Σ_{k≥K} a_k²/Σ_k a_k² over the variances (Cauchy–Schwarz: the error is below 1e-14 of
+√(P₁P₂); ``mehler_levels``). Where 2950 terms do not reach the tail at ρ = 1 (very large
+variances), the 2-D trapezoid below instead. The small gaps: the divided-difference
+quadrature below.
+
+Quadrature (the trapezoid; the small gaps of the series)
+--------------------------------------------------------
 In the Cholesky form u = √q₁ z₁, v = √q₂(cos θ z₁ + sin θ z₂), z₁, z₂ ~ N(0, 1), by the
 trapezoidal rule on [−8.5, 8.5]² with step h = 0.18/√max(q, 1) (the rule converges like
 e^{−2πτ/h} for an integrand analytic in a strip of half-width τ: for tanh, poles at
@@ -121,8 +136,8 @@ __all__ = [
 ]
 
 #: Cheap gaps ½(P₁ + P₂) − M of GELU and quadrature activations are recomputed (GELU by
-#: eqs. (7)–(8), the others by the divided-difference quadrature) where they are below this
-#: fraction of ½(P₁ + P₂).
+#: eqs. (6a)–(6b), the others by the divided-difference quadrature) where they are below
+#: this fraction of ½(P₁ + P₂).
 GAP_RECOMPUTE_BELOW = 1e-3
 #: Agreement demanded of the quadrature with half its step (relative to the diagonal).
 QUADRATURE_RTOL = 1e-13
@@ -258,7 +273,7 @@ def _gelu_det(q1, q2, c, D):
 
 
 def _gelu_slopes(q1, q2, c, det):
-    """(Ṁ, M̈) of GELU, eqs. (6)–(7), at covariance c with det = q₁q₂ − c² given."""
+    """(Ṁ, M̈) of GELU, eqs. (6)–(6a), at covariance c with det = q₁q₂ − c² given."""
     p1p2 = (1.0 + q1) * (1.0 + q2)
     d2 = 1.0 + q1 + q2 + det  # δ² = (1 + q₁)(1 + q₂) − c²
     d = np.sqrt(d2)
@@ -284,7 +299,7 @@ def _gelu(q1, q2, c, D):
     return _gelu_terms(q1, q2, c, _gelu_det(q1, q2, c, D))
 
 
-#: GELU's gaps at perfect correlation (eq. (8)) by the mixed-partial rule where the cheap
+#: GELU's gaps at perfect correlation (eq. (6b)) by the mixed-partial rule where the cheap
 #: ½(P₁ + P₂) − M(q₁, q₂, √(q₁q₂)) is below this fraction of ½(P₁ + P₂) (and likewise Dσ').
 _GELU_RHO1_BELOW = 1e-2
 _GELU_PATH_N = 12
@@ -292,7 +307,7 @@ _GELU_PATH_N = 12
 
 def _gelu_mixed(x, y):
     """(∂²m/∂x∂y, ∂²ṁ/∂x∂y) = (E[z²σ'(xz)σ'(yz)], E[z²σ''(xz)σ''(yz)]), z ~ N(0, 1), for
-    m(x, y) = E[σ(xz)σ(yz)] (eq. (8)); x, y ≥ 0."""
+    m(x, y) = E[σ(xz)σ(yz)] (eq. (6b)); x, y ≥ 0."""
     A, B = 1.0 + x * x, 1.0 + y * y
     d2 = 1.0 + x * x + y * y
     d = np.sqrt(d2)
@@ -307,7 +322,7 @@ def _gelu_mixed(x, y):
 
 
 def _gelu_gaps_at_one(q1, q2, mean, meand):
-    """(Dσ, Dσ') of GELU at ρ = 1 (v = √(q₂/q₁)u), eq. (8): the cheap difference of closed
+    """(Dσ, Dσ') of GELU at ρ = 1 (v = √(q₂/q₁)u), eq. (6b): the cheap difference of closed
     forms where it is at least ``_GELU_RHO1_BELOW`` of the mean, else ½s² × the mean of the
     mixed partials over [√q₂, √q₁]² by 8-point Gauss–Legendre on m × m panels, m = 2^k ≤ 16
     with |s|/m ≤ 0.3√(1 + min(q₁, q₂)) (the cheap difference where m would exceed 16);
@@ -352,7 +367,7 @@ def _graded_rule(levels):
 
 
 def _gelu_path(q1, q2, r, L, budget=2_000_000):
-    """(∫ Ṁ dc', ∫ M̈ dc') over c' ∈ [r − L, r] at fixed q₁, q₂ (eq. (7)), in t = r − c' with
+    """(∫ Ṁ dc', ∫ M̈ dc') over c' ∈ [r − L, r] at fixed q₁, q₂ (eq. (6a)), in t = r − c' with
     q₁q₂ − c'² = t(2r − t): the graded Gauss–Legendre rule of ``gelu_gaps``."""
     cstar = np.sqrt((1.0 + q1) * (1.0 + q2))
     d0 = (1.0 + q1 + q2) / (r + cstar)  # t = −d0: δ² = 0 (≥ 1)
@@ -385,7 +400,7 @@ def _gelu_path(q1, q2, r, L, budget=2_000_000):
 
 
 def gelu_gaps(q1, q2, c, D):
-    """(Dσ, Dσ') of GELU by eqs. (7)–(8): the gaps at ρ = 1 plus Price's path integrals of
+    """(Dσ, Dσ') of GELU by eqs. (6a)–(6b): the gaps at ρ = 1 plus Price's path integrals of
     Ṁ and M̈ from c to √(q₁q₂), every term non-negative (1-D arrays of pairs)."""
     q1, q2, c, D = (np.asarray(a, np.float64) for a in (q1, q2, c, D))
     P1, Pd1 = _gelu_terms(q1, q1, q1, np.zeros_like(q1))
@@ -417,7 +432,7 @@ def diagonal(act, q, h_scale=_H_SCALE):
 
 def uses_quadrature(act) -> bool:
     """True for activations whose kernels need quadrature: all but the leaky family, erf,
-    sin and GELU (closed forms, eqs. (3)–(8))."""
+    sin and GELU (closed forms, eqs. (3)–(6b))."""
     return not (act.is_leaky or (not hasattr(act, "fn") and act.name in ("erf", "sin", "gelu")))
 
 
@@ -620,12 +635,13 @@ def mehler_dual(act, q1, q2, c):
     for b in range(bulk + 1, Ks.size):
         if counts[b]:
             sel = np.flatnonzero(level == b)
-            rest.append((int(Ks[b]), sel, np.broadcast_to(inv1, shape).ravel()[sel],
-                         np.broadcast_to(inv2, shape).ravel()[sel], rho.ravel()[sel]))
+            at = np.unravel_index(sel, shape)
+            rest.append((int(Ks[b]), sel, np.broadcast_to(inv1, shape)[at],
+                         np.broadcast_to(inv2, shape)[at], rho.ravel()[sel]))
     out = []
     for A1, A2, par in ((a1, a2, parity[0]), (ad1, ad2, parity[1])):
-        R1 = np.moveaxis(A1[inv1][..., : K0 + 1], -1, 0)  # (K0 + 1,) + q1.shape
-        R2 = np.moveaxis(A2[inv2][..., : K0 + 1], -1, 0)
+        R1 = np.ascontiguousarray(np.moveaxis(A1[:, : K0 + 1][inv1], -1, 0))  # (K0+1,) + q1.shape
+        R2 = np.ascontiguousarray(np.moveaxis(A2[:, : K0 + 1][inv2], -1, 0))
         acc = _horner_block(R1, R2, rho, K0, np.empty(shape), par)
         flat = acc.reshape(-1)
         for K, sel, i1, i2, r in rest:
@@ -730,7 +746,7 @@ def quadrature_check(act, q, where: str, h_scale=_H_SCALE):
 def dual(act, q1, q2, c, D, gaps=True, h_scale=_H_SCALE):
     """(M, Dσ, Ṁ, Dσ') of eqs. (1)–(2) for any activation: closed forms (3)–(6) where they
     exist, the quadrature otherwise; gaps below ``GAP_RECOMPUTE_BELOW`` of the diagonal by
-    eqs. (7)–(8) for GELU (``gelu_gaps``), by the divided-difference quadrature for the
+    eqs. (6a)–(6b) for GELU (``gelu_gaps``), by the divided-difference quadrature for the
     others (pairs with D = 0 and q₁ = q₂ have exact 0 gaps).
     ``gaps=False``: (M, None, Ṁ, None), for kernels alone."""
     q1, q2, c, D = (np.asarray(a, dtype=np.float64) for a in (q1, q2, c, D))

@@ -286,7 +286,7 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
       ext: ``ExtremePairs`` of the data.
       activation, depths, trainable: as ``unimodal.certify``.
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "smallest_from_extremes")
     depths, layers = sweep_layers(depths, trainable, "smallest_from_extremes")
     (t_lo, i0, j0), (t_hi, i1, j1) = ext.closest, ext.farthest
     if act.is_linear:

@@ -79,7 +79,7 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
     member = (lambda k: True) if layers is None or last_only else (lambda k: k in layers)
     wanted = set(depths)
     # The leaky family needs its (closed-form, cheap) gaps even for kernels alone: its
-    # derivative kernel depends on θ, not on cos θ, near θ = 0; GELU's (eqs. (7)-(8) of
+    # derivative kernel depends on θ, not on cos θ, near θ = 0; GELU's (eqs. (6a)-(6b) of
     # duals) keep its large-variance kernels exact.
     gaps = angles or net.act.is_leaky or _exact_gaps_for_kernels(net.act)
     # input layer z¹
@@ -127,7 +127,7 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
 
 
 def _exact_gaps_for_kernels(act) -> bool:
-    """GELU carries its exact gaps (cheap, eqs. (7)–(8) of ``duals``) for kernels alone too:
+    """GELU carries its exact gaps (cheap, eqs. (6a)–(6b) of ``duals``) for kernels alone too:
     at large variances Ṁ depends on q₁q₂ − c² = (D − ½s²)(√(q₁q₂) + c), which a cheap gap
     ½(q₁ + q₂) − c resolves only to ~eps·q (~1e-11 in the NTK after 100 layers at q ~ 1e6)."""
     return not hasattr(act, "fn") and act.name == "gelu"

@@ -74,7 +74,7 @@ def infinite_nngp(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_s
     Returns:
       (n1, n2) float64 kernel.
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "infinite_nngp")
     net = resolve_net(act, w_std, b_std, residual, "infinite_nngp")
     depth = as_depth(depth, "infinite_nngp")
     geometry = pair_geometry(x1, x2, "infinite_nngp")
@@ -106,7 +106,7 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all",
     Returns:
       (n1, n2) float64 kernel.
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "infinite_ntk")
     net = resolve_net(act, w_std, b_std, residual, "infinite_ntk")
     depth = as_depth(depth, "infinite_ntk")
     layers = resolve_trainable(trainable, depth, "infinite_ntk")
@@ -125,7 +125,7 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     Returns:
       (L + 1, n1, n2) float64; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "infinite_ntk_layers")
     net = resolve_net(act, w_std, b_std, residual, "infinite_ntk_layers")
     depth = as_depth(depth, "infinite_ntk_layers")
     geometry = pair_geometry(x1, x2, "infinite_ntk_layers", PAIR_ARRAYS + depth + 1)
@@ -158,7 +158,7 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
     """
     where = "gradient_angles"
-    act = parse_activation(activation)
+    act = parse_activation(activation, "gradient_angles")
     net = resolve_net(act, w_std, b_std, residual, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
@@ -207,7 +207,7 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
         raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
-    act = parse_activation(activation)
+    act = parse_activation(activation, "smallest_gradient_angle")
     net = resolve_net(act, w_std, b_std, residual, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
@@ -256,7 +256,7 @@ def depth_sweep(x, depths, *, activation="relu", trainable="all", w_std=None, b_
     Yields:
       ``DepthKernel`` per depth, ascending.
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "depth_sweep")
     net = resolve_net(act, w_std, b_std, residual, "depth_sweep")
     depths, layers = sweep_layers(depths, trainable, "depth_sweep")  # fails here, not on iteration
     geometry = pair_geometry(x, None, "depth_sweep", PAIR_ARRAYS + 2)
@@ -274,7 +274,7 @@ def sweep_geometry(geometry, depths, activation, trainable,
     name ``where``, the public function called (``depth_sweep``, or a caller such as
     ``ntkcond.runs.depth.measure_infinite_batch``).
     """
-    act = parse_activation(activation)
+    act = parse_activation(activation, "sweep_geometry")
     depths, layers = sweep_layers(depths, trainable, where)
     check_scale(geometry, where)
     return _sweep(geometry, depths, act, layers)

@@ -165,7 +165,7 @@ def _arc_cosine_compositions(g):
 
 
 def _series(depth, activation, order, trainable, where, kernel):
-    act = parse_activation(activation)
+    act = parse_activation(activation, where)
     if not isinstance(getattr(act, "slope", None), float):
         # other activation families (erf, GELU, |s|, ...) need their own dual-kernel series
         raise ValueError(f"{where}: expected an activation of the leaky-ReLU slope family "

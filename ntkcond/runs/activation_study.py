@@ -18,11 +18,10 @@ The nets (NTK parameterisation, all layers trained; ``ntkcond.infinite.family``)
   grid of issue 21; the variance map q ↦ s_w² E[σ(√q z)²] + s_b² is near 1 at q = 1:
   1.5² E[erf(z)²] = 1.05, GELU 0.96, tanh 0.89), s_b = b_std.
 
-``study_w_std`` gives the rule. Activations whose dual needs the trapezoid quadrature of
-``ntkcond.infinite.duals`` for every pair (tanh) cost ~500× a closed form per layer on a CPU
-(``benchmarks/results/bench_infinite_sweep.md``), so the study caps their depth and batch
-count at infinite width (``quadrature_depth``, ``quadrature_batches``) or runs them at finite
-width only (``widths`` without "inf"), and says so in the table.
+``study_w_std`` gives the rule. Every activation runs the same plan: tanh's dual (Mehler's
+series of ``ntkcond.infinite.duals``, truncated per pair) costs about twice ReLU's closed form
+per sweep (``benchmarks/results/bench_infinite_sweep.md``), so no activation needs its depth
+or batch count capped.
 """
 from __future__ import annotations
 
@@ -56,14 +55,6 @@ def study_w_std(activation, b_std: float):
     return SMOOTH_W_STD
 
 
-def _is_quadrature(act) -> bool:
-    """True where every pair's dual needs the trapezoid quadrature (tanh, softplus, SiLU,
-    callables); GELU's closed form needs it only for its small gaps."""
-    from ..infinite.duals import uses_quadrature
-
-    return uses_quadrature(act)
-
-
 @dataclasses.dataclass(frozen=True)
 class StudyResult:
     """Result of ``activation_study``: the gathered ``rows`` and the paths written."""
@@ -85,18 +76,15 @@ def run_name(activation: str, b_std: float) -> str:
 def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_batches: int = 2,
                      depths=range(11), deep_depths=(15, 20, 30, 50, 70, 100),
                      activations=ACTIVATIONS, b_stds=B_STDS, widths=("inf", 512),
-                     seeds: int = 5, quadrature_depth: int = 10, quadrature_batches: int = 1,
-                     finite_activations=None, seed: int = 0, resume: bool = True,
+                     seeds: int = 5, finite_activations=None, seed: int = 0, resume: bool = True,
                      progress: bool = True) -> StudyResult:
     """Run (or resume) the study on ``ds`` into ``out`` (module docstring).
 
     Args:
-      depths: depths at every width; deep_depths: more depths at infinite width (closed-form
-        activations only; quadrature ones stop at ``quadrature_depth``).
+      depths: depths at every width; deep_depths: more depths at infinite width.
       widths: "inf" and finite widths (finite nets with biases or smooth activations need
         ``ntkcond.mlp`` with w_std/b_std; where this version lacks them only width inf runs,
         and the table says so).
-      quadrature_batches: batches for the quadrature activations (the others ``max_batches``).
       finite_activations: the activations (names) also run at the finite widths, None for
         all (the finite sweep costs ~10x the infinite one on a CPU).
     """
@@ -109,7 +97,6 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
             act = parse_activation(name)
             w_std = study_w_std(act, b_std)
             opts = net_options(w_std, b_std, None, where="activation_study", activations=[act])
-            quad = _is_quadrature(act)
             finite = [w for w in widths if w != "inf"]
             if finite and opts:
                 try:
@@ -119,9 +106,7 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
             if finite_activations is not None and act.name not in {
                     parse_activation(a).name for a in finite_activations}:
                 finite = []
-            plan = [(["inf"], sorted(set(depths) | (set() if quad else set(deep_depths))))]
-            if quad:
-                plan = [(["inf"], [L for L in sorted(set(depths)) if L <= quadrature_depth])]
+            plan = [(["inf"], sorted(set(depths) | set(deep_depths)))]
             if "inf" not in widths:
                 plan = []
             if finite:
@@ -131,7 +116,7 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
                 sweep = cond_vs_depth(
                     ds, out=os.path.join(out, f"{run_name(act.name, b_std)}_{tag}"), batch=batch,
                     depths=ds_depths, activations=[act.name], widths=ws, seeds=seeds,
-                    seed=seed, max_batches=quadrature_batches if quad and ws == ["inf"] else max_batches,
+                    seed=seed, max_batches=max_batches,
                     resume=resume and os.path.exists(os.path.join(
                         out, f"{run_name(act.name, b_std)}_{tag}", "config.json")),
                     progress=progress, w_std=opts.get("w_std"), b_std=b_std)
@@ -212,8 +197,7 @@ def format_markdown(rows, *, title: str, depths=(0, 1, 3, 10, 100)) -> str:
             + ["" if c is None else f"{c['min_grad_angle_deg_median']:.2f}" for c in cells])
             + " |")
     lines += ["", "Medians over batches (× 5 seeds at finite width); count = kernels per cell. "
-              "Blank: not computed (quadrature activations to depth 10 at infinite width; "
-              "finite width to depth 10)."]
+              "Blank: not computed (finite width to depth 10)."]
     return "\n".join(lines) + "\n"
 
 
@@ -276,11 +260,20 @@ def plot_study(rows, path: str, *, title: str = "") -> str:
             ax.set_xlim(0, max(r["depth"] for r in rows))
             ax.set_xlabel("depth L (hidden layers); linear to 10, log beyond")
             ax.grid(alpha=0.3, which="both")
-        axes[0, col].legend(fontsize=7, ncol=2, title="solid: width ∞; dashed: 512 (5 seeds)",
-                            title_fontsize=7)
+    handles = {}
+    for ax in axes[0]:  # one legend for all panels, below them (none hides a curve)
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    finite = sorted({str(r["width"]) for r in rows} - {"inf"})
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", fontsize=8,
+               ncol=min(7, max(1, len(handles))), frameon=False,
+               title="solid: width ∞" + (f"; dashed: width {', '.join(finite)} (band: min–max "
+                                         "over batches and seeds)" if finite else ""),
+               title_fontsize=8)
     if title:
         fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    rows_of_legend = math.ceil(len(handles) / min(7, max(1, len(handles))))
+    fig.tight_layout(rect=(0, 0.035 + 0.025 * rows_of_legend, 1, 1))
     atomic_savefig(fig, path, dpi=110)
     plt.close(fig)
     return path
@@ -311,12 +304,10 @@ def build_parser(prog: str | None = None):
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p, split="test")
     p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
-    p.add_argument("--max-batches", type=positive_int, default=2, help="batches (closed forms)")
-    p.add_argument("--quadrature-batches", type=positive_int, default=1,
-                   help="batches for tanh at infinite width (trapezoid quadrature)")
+    p.add_argument("--max-batches", type=positive_int, default=2, help="batches")
     p.add_argument("--depths", default="0-10", help="depths at every width")
     p.add_argument("--deep-depths", default="15,20,30,50,70,100",
-                   help="more depths at infinite width (closed-form activations)")
+                   help="more depths at infinite width")
     p.add_argument("--activations", nargs="+", default=list(ACTIVATIONS), help="activations")
     p.add_argument("--b-stds", type=float, nargs="+", default=[0.0, 0.1], help="bias stds")
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512], help="widths")
@@ -334,7 +325,6 @@ def _run_command(args):
 
     ds = load_data(args, seed=args.seed)
     res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
-                           quadrature_batches=args.quadrature_batches,
                            depths=parse_depths(args.depths),
                            deep_depths=parse_depths(args.deep_depths),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),

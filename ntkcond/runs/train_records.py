@@ -121,7 +121,7 @@ def infinite_record(x, y, *, depth: int, activation, rel_target: float, max_step
     from .depth import infinite_sweep, net_options
 
     start = time.perf_counter()
-    act = parse_activation(activation)
+    act = parse_activation(activation, "infinite_record")
     opts = net_options(w_std, b_std, residual, where="infinite_record", activations=[act])
     if not opts:
         K = infinite_ntk(x, depth=depth, activation=act)
@@ -155,7 +155,7 @@ def finite_record(x, y, *, depth: int, activation, width: int, seed: int, rel_ta
     from .depth import finite_net_factory, net_options
 
     start = time.perf_counter()
-    act = parse_activation(activation)
+    act = parse_activation(activation, "finite_record")
     opts = net_options(w_std, b_std, residual, where="finite_record", activations=[act])
     net = finite_net_factory(opts, "finite_record")(depth, width, act)
     with x64():

@@ -137,7 +137,7 @@ def prepare(x, depths, activation, trainable, block, where, w_std=None, b_std=No
     from ..infinite.family import check_net
 
     x = as_data(x, where, "x")
-    act = parse_activation(activation)
+    act = parse_activation(activation, where)
     net = resolve_net(act, w_std, b_std, residual, where)
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
