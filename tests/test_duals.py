@@ -333,3 +333,14 @@ def test_odd_activation_has_exactly_zero_even_coefficients():
     a, ad, parities = duals.mehler_coefficients(parse_activation("softplus"), np.array([1.0]),
                                                 300, parities=True)
     assert parities == (None, None) and np.any(a[:, 2::2]) and np.any(a[:, 1::2])
+
+
+@pytest.mark.parametrize("q", [1e8, 1e20, 1e40])
+def test_gelu_diagonal_at_huge_variances(q):
+    # δ² = 1 + q₁ + q₂ + (q₁q₂ − c²) without forming (1 + q)² − q² (which rounds to 0 from
+    # q ~ 1e16 on: a NaN kernel before): P and Ṗ against eq. (6) at 60 digits, 1e-14 relative.
+    P, Pd = duals.diagonal(parse_activation("gelu"), np.array([q]))
+    with mp.workdps(60):
+        M, Md, _ = _mp_gelu(mp.mpf(q), mp.mpf(q), mp.mpf(q))
+    assert abs(P[0] - float(M)) <= 1e-14 * float(M)
+    assert abs(Pd[0] - float(Md)) <= 1e-14 * float(Md)
