@@ -153,6 +153,23 @@ def _gelu_pair(q1, q2, c):
     return m0, m1
 
 
+def gelu_closed_form(q1, q2, c):
+    """GELU's (M, Ṁ, M̈) in mpmath at the working precision: Tsuchida et al.'s closed form
+    (eq. (6) of ntkcond.infinite.duals) and M̈ = E[σ''(u)σ''(v)] of its eq. (6a), derived
+    from Gaussian integrals independently of the package (checked against quadrature in
+    tests/test_duals.py); valid at any variance (the trapezoid needs ~√q nodes)."""
+    p1p2 = (1 + q1) * (1 + q2)
+    d2 = p1p2 - c * c
+    d = mp.sqrt(d2)
+    psi = mp.atan2(c, d)
+    M = c / 4 + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * mp.pi)
+    Md = (mp.mpf(1) / 4 + psi / (2 * mp.pi)
+          + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1))
+    S11, S22, S12 = (q1 + q1 * q2 - c * c) / d2, (q2 + q1 * q2 - c * c) / d2, c / d2
+    Mdd = (4 - 2 * (S11 + S22) + S11 * S22 + 2 * S12 * S12) / (2 * mp.pi * d)
+    return M, Md, Mdd
+
+
 def expectations(name, q1, q2, c):
     """(E[σ(u)σ(v)], E[σ'(u)σ'(v)]) for (u, v) ~ N(0, [[q1, c], [c, q2]]), mpmath."""
     alpha = _slope(name)

@@ -115,18 +115,8 @@ def test_gaps_are_exact_zero_on_the_diagonal():
 # ---- GELU's gaps by Price's theorem (duals eqs. (6a)–(6b)) ------------------------------------
 
 def _mp_gelu(q1, q2, c):
-    """(M, Ṁ, M̈) of GELU in mpmath: eq. (6) and eq. (6a)'s M̈ (checked against quadrature in
-    test_gelu_second_derivative_kernel_against_mpmath)."""
-    p1p2 = (1 + q1) * (1 + q2)
-    d2 = p1p2 - c * c
-    d = mp.sqrt(d2)
-    psi = mp.atan2(c, d)
-    M = c / 4 + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * mp.pi)
-    Md = (mp.mpf(1) / 4 + psi / (2 * mp.pi)
-          + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1))
-    S11, S22, S12 = (q1 + q1 * q2 - c * c) / d2, (q2 + q1 * q2 - c * c) / d2, c / d2
-    Mdd = (4 - 2 * (S11 + S22) + S11 * S22 + 2 * S12 * S12) / (2 * mp.pi * d)
-    return M, Md, Mdd
+    """(M, Ṁ, M̈) of GELU in mpmath (the reference's closed forms)."""
+    return ref.gelu_closed_form(q1, q2, c)
 
 
 @pytest.mark.parametrize("q1, q2, rho", [(1.3, 0.7, 0.5), (0.5, 0.5, 1 - 1e-4), (2.0, 1.0, -0.99),

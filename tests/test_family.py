@@ -293,18 +293,11 @@ def test_streaming_smallest_angles_general_nets(method):
 
 
 def _gelu_closed_form(name, q1, q2, c):
-    """GELU's (M, Ṁ) by eq. (6) of ntkcond.infinite.duals in mpmath: valid at any variance
-    (the reference's trapezoid needs ~√q nodes); at 50 digits δ² = (1 + q₁)(1 + q₂) − c²
-    keeps > 40 digits for q ≤ 1e7."""
+    """GELU's (M, Ṁ) by eq. (6) in mpmath (the reference's closed form): valid at any
+    variance (the reference's trapezoid needs ~√q nodes); at 50 digits δ² = (1 + q₁)(1 + q₂)
+    − c² keeps > 40 digits for q ≤ 1e7."""
     assert name == "gelu"
-    p1p2 = (1 + q1) * (1 + q2)
-    d2 = p1p2 - c * c
-    d = mp.sqrt(d2)
-    psi = mp.atan2(c, d)
-    M = c / 4 + ((c * c + q1 * q2 * d2) / (p1p2 * d) + c * psi) / (2 * mp.pi)
-    Md = (mp.mpf(1) / 4 + psi / (2 * mp.pi)
-          + c / (2 * mp.pi * d) * (1 / d2 + (1 - q1 * q2) / p1p2 + 1))
-    return M, Md
+    return ref.gelu_closed_form(q1, q2, c)[:2]
 
 
 def test_gelu_depth_100_large_variances(monkeypatch):
