@@ -12,8 +12,9 @@ Floors (flop counts; rate: the median of 5 float64 GEMMs (4096 × d) @ (d × 409
 - kappa: the tiles' GEMM once, n²d, plus every pass's K·V product, 2n²·columns (columns:
   r = ``default_sketch(n)`` for the two sketch passes, k + 4 = 68 for the others); the
   elementwise recursion of the tiles and the cache misses are above it;
-- fig2: ``bench_fig2_sweep.batch_flops`` per batch (the Gram, and for each of the 55 nets the
-  forward and Jacobian-contraction GEMMs) plus one eigvalsh(512) per record (110 a batch).
+- fig2: ``bench_fig2_sweep.batch_flops`` per batch (the Gram, and the
+  forward and Jacobian-contraction GEMMs of the 10 nets per depth: ReLU and linear × 5 seeds)
+  plus one eigvalsh(512) per record (110 a batch).
 
 A process count P divides each floor by P (the work splits evenly).
 """
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
     floors = {
         "min_angle": 2.0 * n * n * d / rate,
         "kappa": (n * n * d + 2.0 * n * n * (2 * r + (args.kappa_passes - 2) * 68)) / rate,
-        "fig2": args.fig2_batches * (batch_flops(512, d, 512, range(11), 55) / rate + 110 * eig),
+        "fig2": args.fig2_batches * (batch_flops(512, d, 512, range(11), 10) / rate + 110 * eig),
     }
     threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
     print(f"GEMM rate {rate / 1e9:.1f} GFLOP/s, eigvalsh(512) {eig * 1e3:.1f} ms "
