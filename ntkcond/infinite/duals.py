@@ -200,9 +200,7 @@ def _erf(q1, q2, c, D):
     Q1, Q2 = q1 + 0.5, q2 + 0.5
     RQ = np.sqrt(Q1 * Q2)
     M = (2.0 / np.pi) * np.arcsin(c / RQ)  # r ≤ q/(q + ½) < 1: well conditioned
-    sq = _sqrt_diff(q1, q2)
-    rq = np.sqrt(q1 * q2)
-    det = np.maximum(D - 0.5 * sq * sq, 0.0) * (rq + c)  # q₁q₂ − c² ≥ 0
+    det = _det(q1, q2, c, D)
     B = det + 0.5 * (q1 + q2) + 0.25
     Md = (2.0 / np.pi) / np.sqrt(B)
     P1, Pd1 = _erf_diag(q1)
@@ -266,8 +264,8 @@ def _sin(q1, q2, c, D):
     return M, np.maximum(gap, 0.0), Md, np.maximum(gapd, 0.0)
 
 
-def _gelu_det(q1, q2, c, D):
-    """q₁q₂ − c² = (D − ½s²)(√(q₁q₂) + c) ≥ 0, without cancellation."""
+def _det(q1, q2, c, D):
+    """q₁q₂ − c² = (D − ½s²)(√(q₁q₂) + c) ≥ 0, without cancellation (erf's B, GELU's δ²)."""
     s = _sqrt_diff(q1, q2)
     return np.maximum(D - 0.5 * s * s, 0.0) * np.maximum(np.sqrt(q1 * q2) + c, 0.0)
 
@@ -296,7 +294,7 @@ def _gelu_terms(q1, q2, c, det):
 
 
 def _gelu(q1, q2, c, D):
-    return _gelu_terms(q1, q2, c, _gelu_det(q1, q2, c, D))
+    return _gelu_terms(q1, q2, c, _det(q1, q2, c, D))
 
 
 #: GELU's gaps at perfect correlation (eq. (6b)) by the mixed-partial rule where the cheap
