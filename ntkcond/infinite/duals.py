@@ -541,10 +541,12 @@ def _relative_tails(tables):
 
 
 def mehler_levels(tails, tol=_MEHLER_TAIL):
-    """Truncation levels of Mehler's series by |ρ|: (K_b, r_b) with K_b ascending and
-    r_b = (tol/t_{K_b})^{1/K_b} non-decreasing, so that every pair with |ρ| ≤ r_b has
-    |Σ_{k≥K_b} a_k(q₁)a_k(q₂)ρ^k| ≤ |ρ|^{K_b} t_{K_b} √(P₁P₂) ≤ tol·√(P₁P₂) (Cauchy–Schwarz,
-    t the relative tails of ``_relative_tails``). The last level covers |ρ| ≤ 1."""
+    """Truncation levels of Mehler's series by |ρ|: (K_b, r_b) with K_b ascending and r_b the
+    running maximum of (tol/t_{K_b})^{1/K_b}. A pair goes to the first level with |ρ| ≤ r_b;
+    so r_{b−1} < |ρ| ≤ r_b, where r_b is level b's own radius (a level whose radius is an
+    earlier one's gets no pairs), and |Σ_{k≥K_b} a_k(q₁)a_k(q₂)ρ^k| ≤ |ρ|^{K_b} t_{K_b}
+    √(P₁P₂) ≤ tol·√(P₁P₂) (Cauchy–Schwarz, t the relative tails of ``_relative_tails``).
+    The last level covers |ρ| ≤ 1."""
     full = int(np.argmax(tails <= tol))
     Ks = [k for k in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if k < full] + [full]
     radii, best = [], 0.0
