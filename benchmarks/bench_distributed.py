@@ -18,13 +18,19 @@ Figure-2 records, bit for bit; κ_eff to 1e-12 (and ``jax.device_count()`` in ea
 The floor of the two-process time is half the one-process time plus the communication:
 T₁/2 + c, with c the time in collectives of the process that waited least (the other's also
 holds its wait for the slower one), so the speed-up floor is T₁/(T₁/2 + c) (2× minus the
-communication). --augmented-60k builds the 60,000 × 784 set of issue 24: the MNIST test images
+communication). κ_eff splits only its kernel passes: the dense algebra between them (n·r²
+for the Nyström factor, n·k² a LOBPCG step) runs on every process, so its worker also times
+the passes (P₁ of T₁) and the table adds the bound T₁/(P₁/2 + (T₁ − P₁) + c). ``--counts 2``
+runs a job at two processes only (the 60,000 κ_eff, too long for one process here), with
+``--kappa-sketch`` and ``--kappa-cache`` (bytes of tiles per process) to fit its memory.
+--augmented-60k builds the 60,000 × 784 set of issue 24: the MNIST test images
 (--data, mnist preset), each shifted by one pixel up, down, left and right, and one pixel
 diagonally (down-right), the background filling in.
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import datetime
 import json
 import os
@@ -80,15 +86,30 @@ def worker(args) -> int:
     ds = load_data(args)
     x = ds.x if args.limit is None else ds.x[: args.limit]
     spent[0] = 0.0
+    in_passes = [0.0]
     t0 = time.perf_counter()
     if args.worker == "min_angle":
         r = ntkcond.streaming_smallest_angles(x, depths=range(11), backend=args.backend)
         result = {"input": [r.input_angle, *r.input_pair],
                   "minima": [[a.activation, a.depth, a.angle, *a.pair] for a in r.results]}
     elif args.worker == "kappa":
-        r = ntkcond.matrix_free_conditioning(x, depth=3)
+        from ntkcond.scale import matrix_free
+
+        matmat = matrix_free.KernelOperator.matmat
+
+        def pass_timed(self, V):  # the kernel passes, split over processes; the rest is not
+            t = time.perf_counter()
+            try:
+                return matmat(self, V)
+            finally:
+                in_passes[0] += time.perf_counter() - t
+
+        matrix_free.KernelOperator.matmat = matrix_free.KernelOperator.__call__ = pass_timed
+        r = ntkcond.matrix_free_conditioning(x, depth=3, sketch=args.kappa_sketch,
+                                             cache=None if args.kappa_cache is None
+                                             else int(args.kappa_cache))
         result = {"kappa_eff": r.kappa_eff, "passes": r.matvecs, "converged": r.converged,
-                  "cached_fraction": r.cached_fraction}
+                  "cached_fraction": r.cached_fraction, "cache_bytes": r.cache_bytes}
     else:
         from ntkcond.runs.cond_vs_depth import cond_vs_depth
 
@@ -111,7 +132,9 @@ def worker(args) -> int:
         devices = jax.device_count()  # all processes' devices
     with open(args.result, "w", encoding="utf-8") as f:
         json.dump({"seconds": seconds, "collectives": spent[0], "result": result, "devices": devices,
-                   "n": int(x.shape[0]), "share": [share.index, share.count]}, f)
+                   "n": int(x.shape[0]), "share": [share.index, share.count],
+                   "pass_seconds": in_passes[0] if args.worker == "kappa" else None,
+                   "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}, f)
     return 0
 
 
@@ -162,6 +185,42 @@ def same(job, one, two) -> str:
     return f"{len(b['records'])} records bit for bit: " + ("yes" if a == b else "NO")
 
 
+def describe(job, r) -> str:
+    """One run's result in words (for a job run at one process count only)."""
+    a = r["result"]
+    if job == "kappa":
+        return (f"κ_eff {a['kappa_eff']:.12g}, {a['passes']} passes, converged {a['converged']}, "
+                f"tiles cached {100 * a['cached_fraction']:.0f}% ({a['cache_bytes'] / 2**30:.2f} GiB)")
+    if job == "min_angle":
+        return "smallest angles " + ", ".join(f"{m[0]} {m[1]}: {m[2]:.6g}" for m in a["minima"][-2:])
+    return f"{len(a['records'])} records"
+
+
+def row(job, one, two) -> list[str]:
+    """The table row: n, T₁, T₂, speed-up, collectives, floor, same result (blank where not run)."""
+    rss = max(r["peak_rss_gb"] for r in (two or [one]))
+    if one is not None and two is not None:
+        t1, t2 = one["seconds"], max(r["seconds"] for r in two)
+        c = min(r["collectives"] for r in two)
+        floor = t1 / (t1 / 2 + c)
+        counts = ", ".join(str(r["devices"]) for r in two)
+        text = same(job, one, two[0]) + f"; jax.device_count() = {counts}"
+        if one.get("pass_seconds") is not None:  # Amdahl: only the kernel passes split
+            t_pass = one["pass_seconds"]
+            text += (f"; one process: {t_pass:.1f} s in kernel passes, {t1 - t_pass:.1f} s in the "
+                     f"dense algebra every process repeats, so at most "
+                     f"{t1 / (t_pass / 2 + (t1 - t_pass) + c):.2f}x")
+        return [job, str(one["n"]), f"{t1:.2f}", f"{t2:.2f}", f"{t1 / t2:.2f}x", f"{c:.2f}",
+                f"{max(r['collectives'] for r in two):.2f}", f"{floor:.2f}x", f"{rss:.1f}", text]
+    if two is None:
+        return [job, str(one["n"]), f"{one['seconds']:.2f}", "not run", "", "", "", "", f"{rss:.1f}",
+                describe(job, one)]
+    counts = ", ".join(str(r["devices"]) for r in two)
+    return [job, str(two[0]["n"]), "not run", f"{max(r['seconds'] for r in two):.2f}", "",
+            f"{min(r['collectives'] for r in two):.2f}", f"{max(r['collectives'] for r in two):.2f}",
+            "", f"{rss:.1f}", describe(job, two[0]) + f"; jax.device_count() = {counts}"]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -171,6 +230,12 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", default=",".join(JOBS))
     p.add_argument("--backend", default="numpy", choices=["numpy", "jax"], help="min_angle")
     p.add_argument("--fig2-batches", type=int, default=8)
+    p.add_argument("--kappa-sketch", type=int, default=None,
+                   help="kappa: Nyström rank r (default: default_sketch(n))")
+    p.add_argument("--kappa-cache", type=float, default=None,
+                   help="kappa: tile-cache bytes per process (default: the library's)")
+    p.add_argument("--counts", default="1,2",
+                   help="process counts to run, e.g. 2 alone for a job too long for one")
     p.add_argument("--out", default=None, help="markdown file for the results")
     p.add_argument("--worker", default=None, choices=JOBS, help=argparse.SUPPRESS)
     p.add_argument("--coordinator", default=None, help=argparse.SUPPRESS)
@@ -185,21 +250,18 @@ def main(argv=None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     passed = [a for a in raw if a != "--out" and not a.endswith(".md")]
     jobs = [j for j in args.jobs.split(",") if j]
+    counts = {int(c) for c in args.counts.split(",") if c}
+    if not counts or not counts <= {1, 2}:
+        p.error(f"--counts: expected 1, 2 or 1,2, got {args.counts!r}")
     load_before = os.getloadavg()
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for job in jobs:
-            one = run_job(job, 1, passed, tmp)[0]
-            two = run_job(job, 2, passed, tmp)
-            t1, t2 = one["seconds"], max(r["seconds"] for r in two)
-            c = min(r["collectives"] for r in two)
-            floor = t1 / (t1 / 2 + c)
-            counts = ", ".join(str(r["devices"]) for r in two)
-            rows.append((job, one["n"], t1, t2, t1 / t2, c, max(r["collectives"] for r in two),
-                         floor, same(job, one, two[0]) + f"; jax.device_count() = {counts}"))
-            print(f"{job}: n = {one['n']}, one {t1:.2f} s, two {t2:.2f} s, speed-up {t1 / t2:.2f}x, "
-                  f"collectives {c:.2f} s, floor {floor:.2f}x; {rows[-1][-1]}", flush=True)
+            one = run_job(job, 1, passed, tmp)[0] if 1 in counts else None
+            two = run_job(job, 2, passed, tmp) if 2 in counts else None
+            rows.append(row(job, one, two))
+            print(" | ".join(rows[-1]), flush=True)
     load_after = os.getloadavg()
     lines = [
         "# One process against two: the whole-data-set routes on JAX's multi-controller runtime",
@@ -215,12 +277,10 @@ def main(argv=None) -> int:
         "of the process that waited least (transfers; the other's figure adds its wait). "
         "Floor: T₁/(T₁/2 + c).",
         "",
-        "| job | n | T₁ (s) | T₂ (s) | speed-up | c (s) | other's (s) | floor | same result |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| job | n | T₁ (s) | T₂ (s) | speed-up | c (s) | other's (s) | floor | peak RSS a process (GB) | same result |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for job, n, t1, t2, s, c, cmax, floor, eq in rows:
-        lines.append(f"| {job} | {n} | {t1:.2f} | {t2:.2f} | {s:.2f}x | {c:.2f} | {cmax:.2f} | "
-                     f"{floor:.2f}x | {eq} |")
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
