@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import datetime
 import json
 import os
@@ -196,29 +197,39 @@ def describe(job, r) -> str:
     return f"{len(a['records'])} records"
 
 
-def row(job, one, two) -> list[str]:
-    """The table row: n, T₁, T₂, speed-up, collectives, floor, same result (blank where not run)."""
-    rss = max(r["peak_rss_gb"] for r in (two or [one]))
-    if one is not None and two is not None:
-        t1, t2 = one["seconds"], max(r["seconds"] for r in two)
-        c = min(r["collectives"] for r in two)
+def row(job, ones, twos) -> list[str]:
+    """The table row from R rounds: n, the medians of T₁ and T₂ (the slower process of a round),
+    the speed-up of the medians (each round's after it), collectives, floor, peak RSS and the
+    result compared with the first one-process round (blank where a count was not run).
+    ``ones``: one record a round; ``twos``: the two processes' records a round."""
+    med = statistics.median
+    rss = max(r["peak_rss_gb"] for r in ([p for two in twos for p in two] or ones))
+    t1s = [o["seconds"] for o in ones]
+    t2s = [max(r["seconds"] for r in two) for two in twos]
+    cmin = [min(r["collectives"] for r in two) for two in twos]
+    cmax = [max(r["collectives"] for r in two) for two in twos]
+    if ones and twos:
+        t1, t2, c = med(t1s), med(t2s), med(cmin)
         floor = t1 / (t1 / 2 + c)
-        counts = ", ".join(str(r["devices"]) for r in two)
-        text = same(job, one, two[0]) + f"; jax.device_count() = {counts}"
-        if one.get("pass_seconds") is not None:  # Amdahl: only the kernel passes split
-            t_pass = one["pass_seconds"]
+        counts = ", ".join(str(r["devices"]) for r in twos[0])
+        checks = [same(job, ones[0], r) for r in ones[1:] + [two[0] for two in twos]]
+        text = "; ".join(dict.fromkeys(checks)) + f"; jax.device_count() = {counts}"
+        if ones[0].get("pass_seconds") is not None:  # Amdahl: only the kernel passes split
+            t_pass = med(o["pass_seconds"] for o in ones)
             text += (f"; one process: {t_pass:.1f} s in kernel passes, {t1 - t_pass:.1f} s in the "
                      f"dense algebra every process repeats, so at most "
                      f"{t1 / (t_pass / 2 + (t1 - t_pass) + c):.2f}x")
-        return [job, str(one["n"]), f"{t1:.2f}", f"{t2:.2f}", f"{t1 / t2:.2f}x", f"{c:.2f}",
-                f"{max(r['collectives'] for r in two):.2f}", f"{floor:.2f}x", f"{rss:.1f}", text]
-    if two is None:
-        return [job, str(one["n"]), f"{one['seconds']:.2f}", "not run", "", "", "", "", f"{rss:.1f}",
-                describe(job, one)]
-    counts = ", ".join(str(r["devices"]) for r in two)
-    return [job, str(two[0]["n"]), "not run", f"{max(r['seconds'] for r in two):.2f}", "",
-            f"{min(r['collectives'] for r in two):.2f}", f"{max(r['collectives'] for r in two):.2f}",
-            "", f"{rss:.1f}", describe(job, two[0]) + f"; jax.device_count() = {counts}"]
+        speed = f"{t1 / t2:.2f}x"
+        if len(ones) > 1 and len(ones) == len(twos):
+            speed += " (" + ", ".join(f"{a / b:.2f}" for a, b in zip(t1s, t2s)) + ")"
+        return [job, str(ones[0]["n"]), f"{t1:.2f}", f"{t2:.2f}", speed, f"{c:.2f}",
+                f"{med(cmax):.2f}", f"{floor:.2f}x", f"{rss:.1f}", text]
+    if not twos:
+        return [job, str(ones[0]["n"]), f"{med(t1s):.2f}", "not run", "", "", "", "", f"{rss:.1f}",
+                describe(job, ones[0])]
+    counts = ", ".join(str(r["devices"]) for r in twos[0])
+    return [job, str(twos[0][0]["n"]), "not run", f"{med(t2s):.2f}", "", f"{med(cmin):.2f}",
+            f"{med(cmax):.2f}", "", f"{rss:.1f}", describe(job, twos[0][0]) + f"; jax.device_count() = {counts}"]
 
 
 def main(argv=None) -> int:
@@ -236,6 +247,8 @@ def main(argv=None) -> int:
                    help="kappa: tile-cache bytes per process (default: the library's)")
     p.add_argument("--counts", default="1,2",
                    help="process counts to run, e.g. 2 alone for a job too long for one")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="rounds of each job (one process, then two); the table gives medians")
     p.add_argument("--out", default=None, help="markdown file for the results")
     p.add_argument("--worker", default=None, choices=JOBS, help=argparse.SUPPRESS)
     p.add_argument("--coordinator", default=None, help=argparse.SUPPRESS)
@@ -253,14 +266,20 @@ def main(argv=None) -> int:
     counts = {int(c) for c in args.counts.split(",") if c}
     if not counts or not counts <= {1, 2}:
         p.error(f"--counts: expected 1, 2 or 1,2, got {args.counts!r}")
+    if args.repeats < 1:
+        p.error(f"--repeats: expected a count >= 1, got {args.repeats}")
     load_before = os.getloadavg()
     started = datetime.datetime.now(datetime.timezone.utc)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for job in jobs:
-            one = run_job(job, 1, passed, tmp)[0] if 1 in counts else None
-            two = run_job(job, 2, passed, tmp) if 2 in counts else None
-            rows.append(row(job, one, two))
+            ones, twos = [], []
+            for _ in range(args.repeats):  # alternating, so drifts in the load hit both
+                if 1 in counts:
+                    ones.append(run_job(job, 1, passed, tmp)[0])
+                if 2 in counts:
+                    twos.append(run_job(job, 2, passed, tmp))
+            rows.append(row(job, ones, twos))
             print(" | ".join(rows[-1]), flush=True)
     load_after = os.getloadavg()
     lines = [
@@ -275,7 +294,9 @@ def main(argv=None) -> int:
         "Each job in a fresh process alone (T₁), then in two processes joined over gloo on "
         "127.0.0.1 (T₂, the slower), `OPENBLAS_NUM_THREADS=1` in all. c: seconds in collectives "
         "of the process that waited least (transfers; the other's figure adds its wait). "
-        "Floor: T₁/(T₁/2 + c).",
+        "Floor: T₁/(T₁/2 + c). "
+        f"{args.repeats} round(s) a job, one process then two, alternating; times are medians "
+        "(each round's speed-up in brackets).",
         "",
         "| job | n | T₁ (s) | T₂ (s) | speed-up | c (s) | other's (s) | floor | peak RSS a process (GB) | same result |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",

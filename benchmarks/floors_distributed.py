@@ -10,7 +10,7 @@ Floors (flop counts; rate: the median of 5 float64 GEMMs (4096 × d) @ (d × 409
 - min_angle: one n × d @ d × n GEMM, 2n²d (the README's reference for the streaming search:
   it computes the upper triangle, n²d, plus its elementwise recursion);
 - kappa: the tiles' GEMM once, n²d, plus every pass's K·V product, 2n²·columns (columns:
-  r = ``default_sketch(n)`` for the two sketch passes, k + 4 = 68 for the others); the
+  r = ``default_sketch(n)`` or ``--kappa-sketch`` for the two sketch passes, k + 4 = 68 for the others); the
   elementwise recursion of the tiles and the cache misses are above it;
 - fig2: ``bench_fig2_sweep.batch_flops`` per batch (the Gram, and the
   forward and Jacobian-contraction GEMMs of the 10 nets per depth: ReLU and linear × 5 seeds)
@@ -48,6 +48,8 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=60000)
     p.add_argument("--d", type=int, default=784)
     p.add_argument("--kappa-passes", type=int, required=True, help="passes of the kappa job")
+    p.add_argument("--kappa-sketch", type=int, default=None,
+                   help="the kappa job's sketch rank r (default: default_sketch(n))")
     p.add_argument("--fig2-batches", type=int, default=117)
     args = p.parse_args(argv)
     from bench_fig2_sweep import batch_flops
@@ -61,7 +63,7 @@ def main(argv=None) -> int:
     k = k @ k.T
     eig = median_time(lambda: np.linalg.eigvalsh(k))
     n, d = args.n, args.d
-    r = default_sketch(n)
+    r = default_sketch(n) if args.kappa_sketch is None else args.kappa_sketch
     floors = {
         "min_angle": 2.0 * n * n * d / rate,
         "kappa": (n * n * d + 2.0 * n * n * (2 * r + (args.kappa_passes - 2) * 68)) / rate,

@@ -72,8 +72,9 @@ def test_bench_infinite_sweep_family_table(tmp_path, capsys):
 
 
 def test_bench_distributed_rows_for_one_two_or_both_process_counts():
-    """``bench_distributed.row``: speed-up and floor T₁/(T₁/2 + c) when both counts ran, blanks
-    (not a made-up ratio) when a job ran at one count only (``--counts 2`` for the 60,000 κ_eff)."""
+    """``bench_distributed.row``: medians over rounds, speed-up and floor T₁/(T₁/2 + c) when both
+    counts ran, blanks (not a made-up ratio) when a job ran at one count only (``--counts 2``
+    for the 60,000 κ_eff)."""
     bench = load_benchmark("bench_distributed")
     kappa = {"kappa_eff": 1234.5, "passes": 40, "converged": True, "cached_fraction": 1.0,
              "cache_bytes": 2**30}
@@ -81,15 +82,22 @@ def test_bench_distributed_rows_for_one_two_or_both_process_counts():
            "peak_rss_gb": 1.0, "pass_seconds": 8.0}
     two = [dict(one, seconds=6.0, collectives=1.0, devices=2, peak_rss_gb=0.7),
            dict(one, seconds=5.5, collectives=1.5, devices=2, peak_rss_gb=0.8)]
-    both = bench.row("kappa", one, two)
+    both = bench.row("kappa", [one], [two])
     assert both[:9] == ["kappa", "100", "10.00", "6.00", "1.67x", "1.00", "1.50", "1.67x", "0.8"]
     assert "rel. 0.0e+00" in both[9] and "jax.device_count() = 2, 2" in both[9]
     # Amdahl with the repeated dense algebra: 10 / (8/2 + 2 + 1) = 1.43x
     assert "8.0 s in kernel passes, 2.0 s in the dense algebra" in both[9] and "at most 1.43x" in both[9]
-    only_two = bench.row("kappa", None, two)
+    # three rounds: medians (T₁ 10, T₂ 6), each round's speed-up listed, results all compared
+    slow = dict(one, seconds=14.0)
+    other = dict(one, result=dict(kappa, kappa_eff=1234.5 * (1 + 1e-9)))
+    rounds = bench.row("kappa", [one, slow, other], [two, [dict(p, seconds=9.0) for p in two], two])
+    assert rounds[2:5] == ["10.00", "6.00", "1.67x (1.67, 1.56, 1.67)"]
+    assert "> 1e-12" in rounds[9]  # the third round's κ differs by 1e-9: shown, not hidden
+    only_two = bench.row("kappa", [], [two])
     assert only_two[2:5] == ["not run", "6.00", ""] and only_two[7] == ""
     assert "40 passes" in only_two[9] and "cached 100% (1.00 GiB)" in only_two[9]
-    only_one = bench.row("kappa", one, None)
+    only_one = bench.row("kappa", [one], [])
     assert only_one[2:4] == ["10.00", "not run"] and only_one[8] == "1.0"
-    with pytest.raises(SystemExit):
-        bench.main(["--counts", "3"])
+    for bad in (["--counts", "3"], ["--repeats", "0"]):
+        with pytest.raises(SystemExit):
+            bench.main(bad)
