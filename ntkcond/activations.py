@@ -215,7 +215,8 @@ class _NotLeaky:
 class SmoothActivation(_NotLeaky):
     """A named smooth activation: ``erf``, ``gelu`` (z·Φ(z)), ``sin``, ``tanh``,
     ``softplus``, ``silu``. Kernels: closed forms for erf, gelu and sin
-    (``ntkcond.infinite.duals``), Gauss–Hermite quadrature for the others.
+    (``ntkcond.infinite.duals``), Mehler's series or the trapezoid for the others
+    (``ntkcond.infinite.mehler``, ``ntkcond.infinite.trapezoid``).
 
     Attributes:
       name: one of ``SMOOTH_NAMES``.
@@ -259,7 +260,8 @@ class CallableActivation(_NotLeaky):
 
     Checked once by ``parse_activation``: f maps shapes to the same shape, acts elementwise
     (f of a vector equals f of each entry) and is finite with finite first and second
-    derivatives on [−30, 30]. Kernels by Gauss–Hermite quadrature (``ntkcond.infinite.duals``).
+    derivatives on [−30, 30]. Kernels by Mehler's series or the trapezoid
+    (``ntkcond.infinite.mehler``, ``ntkcond.infinite.trapezoid``).
 
     Attributes:
       fn: the function; name: for records (default ``fn.__name__``).

@@ -155,9 +155,9 @@ def _gelu_pair(q1, q2, c):
 
 def gelu_closed_form(q1, q2, c):
     """GELU's (M, Ṁ, M̈) in mpmath at the working precision: Tsuchida et al.'s closed form
-    (eq. (6) of ntkcond.infinite.duals) and M̈ = E[σ''(u)σ''(v)] of its eq. (6a), derived
+    (eq. (6) of ntkcond.infinite.gelu_dual) and M̈ = E[σ''(u)σ''(v)] of its eq. (6a), derived
     from Gaussian integrals independently of the package (checked against quadrature in
-    tests/test_duals.py); valid at any variance (the trapezoid needs ~√q nodes)."""
+    tests/test_gelu_dual.py); valid at any variance (the trapezoid needs ~√q nodes)."""
     p1p2 = (1 + q1) * (1 + q2)
     d2 = p1p2 - c * c
     d = mp.sqrt(d2)

@@ -303,7 +303,7 @@ def _gelu_closed_form(name, q1, q2, c):
 def test_gelu_depth_100_large_variances(monkeypatch):
     # GELU, w_std = 1.5: variances grow ~1.125^L from ‖x‖²/d ≳ 0.5 (to ~1e6 at depth 100),
     # where the trapezoid would need ~50,000 nodes a side; the gaps come from Price's
-    # theorem (duals eqs. (6a)–(6b)). Against the reference's textbook recursion with eq. (6)
+    # theorem (gelu_dual eqs. (6a)–(6b)). Against the reference's textbook recursion with eq. (6)
     # in mpmath at 50 digits (itself checked against the trapezoid reference at depth 3):
     # kernels 1e-12 relative to √(KᵢᵢKⱼⱼ), gradient angles 1e-9 relative (the near-duplicate
     # pair at θ = 1e-6 rad included).

@@ -47,6 +47,8 @@ import numpy as np
 
 from ..activations import Net
 from . import duals
+from ._bivariate import angle_terms
+from .trapezoid import quadrature_check
 
 __all__ = ["net_layers", "family_recursion", "gradient_angle_terms", "check_net", "family_state",
            "geometry_blocks"]
@@ -80,7 +82,7 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
     wanted = set(depths)
     # The leaky family needs its (closed-form, cheap) gaps even for kernels alone: its
     # derivative kernel depends on θ, not on cos θ, near θ = 0; GELU's (eqs. (6a)-(6b) of
-    # duals) keep its large-variance kernels exact.
+    # gelu_dual) keep its large-variance kernels exact.
     gaps = angles or net.act.is_leaky or _exact_gaps_for_kernels(net.act)
     # input layer z¹
     q1, q2 = sw2 * n1 + sb2, sw2 * n2 + sb2
@@ -127,7 +129,7 @@ def family_recursion(gram, n1, n2, gap0, depths, net: Net, layers=None,
 
 
 def _exact_gaps_for_kernels(act) -> bool:
-    """GELU carries its exact gaps (cheap, eqs. (6a)–(6b) of ``duals``) for kernels alone too:
+    """GELU carries its exact gaps (cheap, eqs. (6a)–(6b) of ``gelu_dual``) for kernels alone too:
     at large variances Ṁ depends on q₁q₂ − c² = (D − ½s²)(√(q₁q₂) + c), which a cheap gap
     ½(q₁ + q₂) − c resolves only to ~eps·q (~1e-11 in the NTK after 100 layers at q ~ 1e6)."""
     return not hasattr(act, "fn") and act.name == "gelu"
@@ -155,7 +157,7 @@ def _out(L, nngp, A, B, C, G):
 
 def gradient_angle_terms(A, B, C, G):
     """(1 − cos φ, 1 + cos φ) of the NTK block (A, B, C) with Euclidean gap G, eq. (3)."""
-    _, um, up, _, _, _ = duals.angle_terms(A, B, C, G)
+    _, um, up, _, _, _ = angle_terms(A, B, C, G)
     return um, up
 
 
@@ -206,7 +208,7 @@ def family_state(geometry, net, depths, layers, *, kernel=True, angles=False, ou
 
 
 def check_net(net: Net, norms, d: int, depth: int, where: str):
-    """Quadrature activations: the step-halving check of ``duals.quadrature_check`` on every
+    """Quadrature activations: the step-halving check of ``trapezoid.quadrature_check`` on every
     variance the diagonal recursion reaches up to ``depth`` from rows of norms ``norms``
     (ValueError naming ``where`` if it cannot reach its accuracy). Nothing for closed forms."""
     if net is None or not duals.uses_quadrature(net.act) or depth == 0:
@@ -232,4 +234,4 @@ def _check_quadrature(net: Net, blocks, depth: int, where: str):
             seen.append(q)
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from None
-    duals.quadrature_check(net.act, np.concatenate(seen), where)
+    quadrature_check(net.act, np.concatenate(seen), where)

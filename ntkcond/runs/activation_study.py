@@ -19,7 +19,7 @@ The nets (NTK parameterisation, all layers trained; ``ntkcond.infinite.family``)
   1.5² E[erf(z)²] = 1.05, GELU 0.96, tanh 0.89), s_b = b_std.
 
 ``study_w_std`` gives the rule. Every activation runs the same plan: tanh's dual (Mehler's
-series of ``ntkcond.infinite.duals``, truncated per pair) costs about twice ReLU's closed form
+series of ``ntkcond.infinite.mehler``, truncated per pair) costs about twice ReLU's closed form
 per sweep (``benchmarks/results/bench_infinite_sweep.md``), so no activation needs its depth
 or batch count capped.
 """
