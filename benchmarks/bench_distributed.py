@@ -19,9 +19,9 @@ The floor of the two-process time is half the one-process time plus the communic
 T₁/2 + c, with c the time in collectives of the process that waited least (the other's also
 holds its wait for the slower one), so the speed-up floor is T₁/(T₁/2 + c) (2× minus the
 communication). κ_eff splits only its kernel passes: the dense algebra between them (n·r²
-for the Nyström factor, n·k² a LOBPCG step) runs on every process, so its worker also times
-the passes (P₁ of T₁) and the table adds the bound T₁/(P₁/2 + (T₁ − P₁) + c). ``--counts 2``
-runs a job at two processes only (the 60,000 κ_eff, too long for one process here), with
+for the Nyström factor, n·k² a LOBPCG step) runs on every process, so with the time in passes
+(P₁ of T₁, ``MatrixFreeConditioning.seconds_in_passes``) the table adds the bound
+T₁/(P₁/2 + (T₁ − P₁) + c). ``--counts 2`` runs a job at two processes only (the 60,000 κ_eff, too long for one process here), with
 ``--kappa-sketch`` and ``--kappa-cache`` (bytes of tiles per process) to fit its memory.
 --augmented-60k builds the 60,000 × 784 set of issue 24: the MNIST test images
 (--data, mnist preset), each shifted by one pixel up, down, left and right, and one pixel
@@ -30,13 +30,13 @@ diagonally (down-right), the background filling in.
 from __future__ import annotations
 
 import argparse
-import resource
-import statistics
 import datetime
 import json
 import os
 import platform
+import resource
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,30 +87,19 @@ def worker(args) -> int:
     ds = load_data(args)
     x = ds.x if args.limit is None else ds.x[: args.limit]
     spent[0] = 0.0
-    in_passes = [0.0]
+    in_passes = None
     t0 = time.perf_counter()
     if args.worker == "min_angle":
         r = ntkcond.streaming_smallest_angles(x, depths=range(11), backend=args.backend)
         result = {"input": [r.input_angle, *r.input_pair],
                   "minima": [[a.activation, a.depth, a.angle, *a.pair] for a in r.results]}
     elif args.worker == "kappa":
-        from ntkcond.scale import matrix_free
-
-        matmat = matrix_free.KernelOperator.matmat
-
-        def pass_timed(self, V):  # the kernel passes, split over processes; the rest is not
-            t = time.perf_counter()
-            try:
-                return matmat(self, V)
-            finally:
-                in_passes[0] += time.perf_counter() - t
-
-        matrix_free.KernelOperator.matmat = matrix_free.KernelOperator.__call__ = pass_timed
         r = ntkcond.matrix_free_conditioning(x, depth=3, sketch=args.kappa_sketch,
                                              cache=None if args.kappa_cache is None
                                              else int(args.kappa_cache))
         result = {"kappa_eff": r.kappa_eff, "passes": r.matvecs, "converged": r.converged,
                   "cached_fraction": r.cached_fraction, "cache_bytes": r.cache_bytes}
+        in_passes = r.seconds_in_passes  # the part that splits over processes
     else:
         from ntkcond.runs.cond_vs_depth import cond_vs_depth
 
@@ -134,7 +123,7 @@ def worker(args) -> int:
     with open(args.result, "w", encoding="utf-8") as f:
         json.dump({"seconds": seconds, "collectives": spent[0], "result": result, "devices": devices,
                    "n": int(x.shape[0]), "share": [share.index, share.count],
-                   "pass_seconds": in_passes[0] if args.worker == "kappa" else None,
+                   "pass_seconds": in_passes,
                    "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}, f)
     return 0
 

@@ -60,6 +60,8 @@ def test_matrix_free_pass_count(digits):
     x = digits[:400]
     mf = matrix_free_conditioning(x, depth=3, block=64, k=16)
     assert mf.converged and mf.sketch == 100 and mf.matvecs <= 50  # 40 here
+    # the passes' wall time is part of the whole, and holds at least the median pass
+    assert mf.seconds_per_pass <= mf.seconds_in_passes <= mf.seconds
     plain = matrix_free_conditioning(x, depth=3, block=64, k=16, sketch=0, maxiter=3 * mf.matvecs)
     assert plain.sketch == 0 and not plain.converged and plain.matvecs == 3 * mf.matvecs + 1
     capped = matrix_free_conditioning(x, depth=3, block=64, k=16, maxiter=10)

@@ -195,8 +195,8 @@ def gelu_gaps(q1, q2, c, D):
     """(Dσ, Dσ') of GELU by eqs. (6a)–(6b): the gaps at ρ = 1 plus Price's path integrals of
     Ṁ and M̈ from c to √(q₁q₂), every term non-negative (1-D arrays of pairs)."""
     q1, q2, c, D = (np.asarray(a, np.float64) for a in (q1, q2, c, D))
-    P1, Pd1 = gelu_terms(q1, q1, q1, np.zeros_like(q1))
-    P2, Pd2 = gelu_terms(q2, q2, q2, np.zeros_like(q2))
+    P1, Pd1 = gelu_diagonal(q1)
+    P2, Pd2 = gelu_diagonal(q2)
     g1, gd1 = _gaps_at_one(q1, q2, 0.5 * (P1 + P2), 0.5 * (Pd1 + Pd2))
     _, um, _, _, _, r = angle_terms(q1, q2, c, D)
     L = um * r  # √(q₁q₂) − c ≥ 0

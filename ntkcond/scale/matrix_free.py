@@ -103,6 +103,9 @@ class MatrixFreeConditioning:
       seconds_per_pass: median wall seconds of a pass with the LOBPCG blocks (the sketch
         passes carry r columns and are slower; with cached tiles the first pass computes them
         and later ones reuse them); nan without passes.
+      seconds_in_passes: wall seconds in all kernel passes together (across processes, the
+        part that splits: ``seconds`` − ``seconds_in_passes`` is the dense algebra every
+        process repeats); 0 for the feature-space route.
       cache_bytes: bytes of kernel tiles kept between passes (``cache``).
       cached_fraction: the fraction of the kernel's tiles (by entries) kept between passes:
         a pass recomputes the other 1 − cached_fraction.
@@ -125,6 +128,7 @@ class MatrixFreeConditioning:
     sketch: int = 0
     block_size: int = 0
     seconds_per_pass: float = math.nan
+    seconds_in_passes: float = 0.0
     cache_bytes: int = 0
     cached_fraction: float = 0.0
 
@@ -472,6 +476,7 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
         residual_max=residual_max, error_estimate=float(estimate), known_null=known,
         sketch=rank, block_size=k,
         seconds_per_pass=float(np.median(per_pass)) if per_pass else math.nan,
+        seconds_in_passes=float(sum(seconds for _, seconds in op.seconds)),
         cache_bytes=op.cache_bytes, cached_fraction=op.cached_fraction,
     )
 
