@@ -1,15 +1,18 @@
 """ntkcond: conditioning of neural tangent kernels.
 
-Effective condition numbers and gradient angles read off a kernel (``spectrum``), analytic
-infinite-width kernels of bias-free fully-connected nets and the closed-form angle maps of
-Liu & Hui, arXiv 2305.08813 (``infinite``), exact finite-width (empirical) NTKs (``finite``),
-the loss and step count of gradient descent on the linearised model (``optimization``),
-whole-data-set angles and κ (``scale``), and the papers' data sets (``datasets``).
+Effective condition numbers and gradient angles read off a kernel (``spectrum``), activations
+as objects carrying their dual kernels (``activations``), networks as one object — layers
+carrying their kernel maps and finite-width ``init``/``apply`` (``network``) — their analytic
+infinite-width kernels and the closed-form angle maps of Liu & Hui, arXiv 2305.08813
+(``infinite``), exact finite-width (empirical) NTKs (``finite``), neural-tangents' ``stax``
+interface on the same layers (``stax``), the loss and step count of gradient descent on the
+linearised model (``optimization``), whole-data-set angles and κ (``scale``), and the papers'
+data sets (``datasets``).
 
 The layers, lowest first: ``_core`` (private validators, scoped float64, atomic I/O),
-``spectrum`` and ``activations``; ``infinite``, ``finite``, ``optimization`` and ``datasets``;
-``scale``; ``runs`` (run directories and the scripts' sweeps); ``papers`` (``papers.liu_hui``,
-``papers.zhang_saxe_latham``). ``import ntkcond`` loads neither ``runs`` nor ``papers`` (import
+``spectrum`` and ``activations``; ``network``; ``infinite``, ``finite``, ``optimization`` and
+``datasets``; ``stax``; ``scale``; ``runs`` (run directories and the scripts' sweeps);
+``papers`` (``papers.liu_hui``, ``papers.zhang_saxe_latham``); ``command``. ``import ntkcond`` loads neither ``runs`` nor ``papers`` (import
 them when needed) and never imports tensorflow, neural_tangents or tensorflow_datasets.
 Analytic kernels are float64; empirical kernels compute in the dtype of their inputs.
 """
@@ -47,6 +50,8 @@ from .infinite import (
     ntk_power_series as ntk_power_series,
     smallest_gradient_angle as smallest_gradient_angle,
 )
+from . import network as network
+from . import stax as stax
 from .optimization import ntk_gd_loss as ntk_gd_loss, steps_to_loss as steps_to_loss
 from .scale import (
     InsufficientMemoryError as InsufficientMemoryError,
@@ -98,6 +103,8 @@ __all__ = [
     "smallest_gradient_angle",
     "ntk_power_series",
     "nngp_power_series",
+    # networks as objects: neural-tangents' interface
+    "stax",
     # finite width
     "MLP",
     "mlp",

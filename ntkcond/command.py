@@ -1,5 +1,6 @@
-"""The ``ntkcond`` command: one subcommand per script, each the ``main`` of the module beside
-its library call, imported only when that subcommand runs (``ntkcond --help`` loads no jax).
+"""The ``ntkcond`` command: one subcommand per run module, read from one registry
+(``COMMANDS``), which the script shims (``scripts/<name>.py``) and the tests read too. A
+module is imported only when its subcommand runs (``ntkcond --help`` loads no jax).
 
     ntkcond cond-vs-depth --dataset cifar10 --split test --batch 512
     python -m ntkcond min-angle --help
@@ -7,42 +8,94 @@ its library call, imported only when that subcommand runs (``ntkcond --help`` lo
 ``ntkcond <subcommand> …`` takes the same flags as ``python scripts/<sub_command>.py …`` and
 writes the same run directories (``--out`` is relative to the current directory). Exit codes:
 0, 2 for bad input (one line on stderr, no traceback), 130 for Ctrl-C.
+
+Adding a run type: its module (the library call, ``NAME``, ``build_parser(prog)`` and
+``main(argv, prog)``, as ``ntkcond.runs.cond_vs_depth``), one ``Command`` here, the script
+shim (a copy of any other: it finds its command by its file name) and its tests.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["Command", "COMMANDS", "command", "script", "main"]
 
-#: subcommand → (module whose ``main(argv, prog)`` runs it, one-line summary for ``--help``)
-COMMANDS = {
-    "cond-vs-depth": ("ntkcond.runs.cond_vs_depth",
-                      "κ_eff and the smallest gradient angle against depth, ReLU beside linear"),
-    "cond-vs-batch": ("ntkcond.runs.cond_vs_batch",
-                      "κ_eff and the smallest gradient angle against the batch size n"),
-    "min-angle": ("ntkcond.runs.min_angle",
-                  "smallest infinite-width gradient angle over all pairs of a data set"),
-    "train-vs-depth": ("ntkcond.runs.train_vs_depth",
-                       "gradient-descent steps against depth beside the NTK's prediction"),
-    "check-claims": ("ntkcond.papers.liu_hui.claims_run",
-                     "check the claims of Liu & Hui (arXiv 2305.08813): PASS/FAIL/SKIPPED report"),
-    "activation-study": ("ntkcond.runs.activation_study",
-                         "κ_eff and gradient angles against depth for seven activations, with and without biases"),
-    "biasfree-dynamics": ("ntkcond.papers.zhang_saxe_latham.experiments_run",
-                          "bias-free ReLU nets as linear nets (Zhang, Saxe & Latham, arXiv 2406.12615)"),
-}
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One subcommand: its name (``cond-vs-depth``), the module holding its library call and
+    its ``NAME``, ``build_parser(prog)`` and ``main(argv, prog)``, and the one-line summary of
+    ``ntkcond --help``."""
+
+    name: str
+    module_name: str
+    summary: str
+
+    @property
+    def script(self) -> str:
+        """The script's and the run module's ``NAME``: ``cond_vs_depth``."""
+        return self.name.replace("-", "_")
+
+    def module(self):
+        return importlib.import_module(self.module_name)
+
+    @property
+    def main(self):
+        """The module's ``main(argv=None, prog=None)``."""
+        return self.module().main
+
+    @property
+    def build_parser(self):
+        """The module's ``build_parser(prog=None)``."""
+        return self.module().build_parser
+
+
+#: Every subcommand, in the order ``ntkcond --help`` lists them.
+COMMANDS = (
+    Command("cond-vs-depth", "ntkcond.runs.cond_vs_depth",
+            "κ_eff and the smallest gradient angle against depth, ReLU beside linear"),
+    Command("cond-vs-batch", "ntkcond.runs.cond_vs_batch",
+            "κ_eff and the smallest gradient angle against the batch size n"),
+    Command("min-angle", "ntkcond.runs.min_angle",
+            "smallest infinite-width gradient angle over all pairs of a data set"),
+    Command("train-vs-depth", "ntkcond.runs.train_vs_depth",
+            "gradient-descent steps against depth beside the NTK's prediction"),
+    Command("check-claims", "ntkcond.papers.liu_hui.claims_run",
+            "check the claims of Liu & Hui (arXiv 2305.08813): PASS/FAIL/SKIPPED report"),
+    Command("activation-study", "ntkcond.runs.activation_study",
+            "κ_eff and gradient angles against depth for several activations, with and without "
+            "biases"),
+    Command("biasfree-dynamics", "ntkcond.papers.zhang_saxe_latham.experiments_run",
+            "bias-free ReLU nets as linear nets (Zhang, Saxe & Latham, arXiv 2406.12615)"),
+)
+
+
+def command(name: str) -> Command | None:
+    """The ``Command`` of ``name`` (dashes or underscores), None if there is none."""
+    key = name.replace("_", "-")
+    return next((c for c in COMMANDS if c.name == key), None)
+
+
+def script(path: str):
+    """The ``main`` of the command a script shim stands for (its file name: ``scripts/
+    cond_vs_depth.py`` is ``cond-vs-depth``)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    found = command(name)
+    if found is None:
+        raise SystemExit(f"{name}: no ntkcond command of this name (see ntkcond --help)")
+    return found.main
 
 
 def _usage() -> str:
     import ntkcond
 
-    width = max(map(len, COMMANDS))
+    width = max(len(c.name) for c in COMMANDS)
     lines = [f"usage: ntkcond [-h] [--version] <command> [flags]  (ntkcond {ntkcond.__version__})", "",
              "Conditioning of neural tangent kernels: the sweeps and checks of ntkcond.", "",
              "commands:"]
-    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += [f"  {c.name:<{width}}  {c.summary}" for c in COMMANDS]
     lines += ["", "`ntkcond <command> --help` lists a command's flags and their defaults. From a",
               "clone the same commands run as scripts: `python scripts/cond_vs_depth.py` for",
               "`ntkcond cond-vs-depth`, and so on (dashes become underscores)."]
@@ -71,10 +124,9 @@ def _dispatch(argv: list) -> int:
 
         print(f"ntkcond {ntkcond.__version__}")
         return 0
-    name = argv[0].replace("_", "-")
-    if name not in COMMANDS:
+    found = command(argv[0])
+    if found is None:
         print(f"ntkcond: error: unknown command {argv[0]!r}; expected one of "
-              f"{', '.join(COMMANDS)} (see ntkcond --help)", file=sys.stderr)
+              f"{', '.join(c.name for c in COMMANDS)} (see ntkcond --help)", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    return module.main(argv[1:], prog=f"ntkcond {name}")
+    return found.main(argv[1:], prog=f"ntkcond {found.name}")

@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
-"""The activation study (issue 21): κ_eff and the smallest gradient angle against depth for
-seven activations with and without biases.
-
-The command ``ntkcond activation-study`` as a script, with the same flags (``--help`` lists
-them and their defaults): ``python scripts/activation_study.py --help``. It lives in the
-package, ``ntkcond.runs.activation_study.main``.
+"""An ``ntkcond`` command as a script: ``python scripts/<name>.py`` runs ``ntkcond <name>`` (dashes
+for underscores) with the same flags; ``--help`` lists them and their defaults. The command is
+found by this file's name in ``ntkcond.command.COMMANDS``; its code lives in the package.
 """
 import sys
 
-from ntkcond.runs.activation_study import main
+from ntkcond.command import script
+
+main = script(__file__)
 
 if __name__ == "__main__":
     sys.exit(main())

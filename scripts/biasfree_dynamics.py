@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Bias-free ReLU networks as linear networks (Zhang, Saxe & Latham, arXiv 2406.12615).
-
-The command ``ntkcond biasfree-dynamics`` as a script, with the same flags (``--help`` lists them and
-their defaults): ``python scripts/biasfree_dynamics.py --help``. It lives in the package,
-``ntkcond.papers.zhang_saxe_latham.experiments_run.main``.
+"""An ``ntkcond`` command as a script: ``python scripts/<name>.py`` runs ``ntkcond <name>`` (dashes
+for underscores) with the same flags; ``--help`` lists them and their defaults. The command is
+found by this file's name in ``ntkcond.command.COMMANDS``; its code lives in the package.
 """
 import sys
 
-from ntkcond.papers.zhang_saxe_latham.experiments_run import main
+from ntkcond.command import script
+
+main = script(__file__)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Check each claim of Liu & Hui (arXiv 2305.08813) and write a PASS/FAIL/SKIPPED report.
-
-The command ``ntkcond check-claims`` as a script, with the same flags (``--help`` lists them and
-their defaults): ``python scripts/check_claims.py --help``. It lives in the package,
-``ntkcond.papers.liu_hui.claims_run.main``.
+"""An ``ntkcond`` command as a script: ``python scripts/<name>.py`` runs ``ntkcond <name>`` (dashes
+for underscores) with the same flags; ``--help`` lists them and their defaults. The command is
+found by this file's name in ``ntkcond.command.COMMANDS``; its code lives in the package.
 """
 import sys
 
-from ntkcond.papers.liu_hui.claims_run import main
+from ntkcond.command import script
+
+main = script(__file__)
 
 if __name__ == "__main__":
     sys.exit(main())

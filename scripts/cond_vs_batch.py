@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Effective condition number and smallest gradient angle against the batch size n.
-
-The command ``ntkcond cond-vs-batch`` as a script, with the same flags (``--help`` lists them and
-their defaults): ``python scripts/cond_vs_batch.py --help``. It lives in the package,
-``ntkcond.runs.cond_vs_batch.main``.
+"""An ``ntkcond`` command as a script: ``python scripts/<name>.py`` runs ``ntkcond <name>`` (dashes
+for underscores) with the same flags; ``--help`` lists them and their defaults. The command is
+found by this file's name in ``ntkcond.command.COMMANDS``; its code lives in the package.
 """
 import sys
 
-from ntkcond.runs.cond_vs_batch import main
+from ntkcond.command import script
+
+main = script(__file__)
 
 if __name__ == "__main__":
     sys.exit(main())

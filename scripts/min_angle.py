@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Smallest infinite-width gradient angle over all pairs of a data set, per depth and activation.
-
-The command ``ntkcond min-angle`` as a script, with the same flags (``--help`` lists them and
-their defaults): ``python scripts/min_angle.py --help``. It lives in the package,
-``ntkcond.runs.min_angle.main``.
+"""An ``ntkcond`` command as a script: ``python scripts/<name>.py`` runs ``ntkcond <name>`` (dashes
+for underscores) with the same flags; ``--help`` lists them and their defaults. The command is
+found by this file's name in ``ntkcond.command.COMMANDS``; its code lives in the package.
 """
 import sys
 
-from ntkcond.runs.min_angle import main
+from ntkcond.command import script
+
+main = script(__file__)
 
 if __name__ == "__main__":
     sys.exit(main())

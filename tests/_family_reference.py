@@ -155,7 +155,7 @@ def _gelu_pair(q1, q2, c):
 
 def gelu_closed_form(q1, q2, c):
     """GELU's (M, Ṁ, M̈) in mpmath at the working precision: Tsuchida et al.'s closed form
-    (eq. (6) of ntkcond.infinite.gelu_dual) and M̈ = E[σ''(u)σ''(v)] of its eq. (6a), derived
+    (eq. (6) of ntkcond.activations.gelu) and M̈ = E[σ''(u)σ''(v)] of its eq. (6a), derived
     from Gaussian integrals independently of the package (checked against quadrature in
     tests/test_gelu_dual.py); valid at any variance (the trapezoid needs ~√q nodes)."""
     p1p2 = (1 + q1) * (1 + q2)
@@ -198,7 +198,7 @@ def kernels(x, y, depths, name, w_std, b_std, residual=None):
     """{L: (nngp, ntk, cos φ, ntk_xx, ntk_yy)} of the depth-L MLP's output for rows x, y and
     every L in ``depths``, in mpmath.
 
-    The network of ``ntkcond.infinite.family`` eqs. (1)–(2): Dense(W_std=w_std,
+    The network of ``ntkcond.network.mlp`` eq. (1): Dense(W_std=w_std,
     b_std=b_std) layers, residual blocks z + β·Dense(σ(z)) for layers 2 … L if ``residual``.
     """
     if isinstance(depths, int):

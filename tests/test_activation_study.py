@@ -47,11 +47,14 @@ def test_study_writes_runs_table_and_figure_and_resumes(tmp_path):
 
 def test_bias_free_leaky_rows_equal_the_family_path_with_sqrt_c():
     """The study's bias-free leaky nets (w_std None) and s_w = √c at every layer: same κ."""
+    from ntkcond.network import resolve_mlps
     from ntkcond.runs.depth import measure_infinite_batch
 
     x = np.random.default_rng(5).standard_normal((10, 5))
     for act in ("relu", "leaky:0.2"):
-        a = measure_infinite_batch(x, np.arange(10), depths=[3], activations=[act])[0]
+        a = measure_infinite_batch(x, np.arange(10), depths=[3],
+                                   nets=resolve_mlps([act], where="t"))[0]
         w = st.study_w_std(act, 0.1)  # √c
-        b = measure_infinite_batch(x, np.arange(10), depths=[3], activations=[act], w_std=w)[0]
+        b = measure_infinite_batch(x, np.arange(10), depths=[3],
+                                   nets=resolve_mlps([act], w, where="t"))[0]
         assert b["kappa_eff"] == pytest.approx(a["kappa_eff"], rel=1e-12, abs=0)

@@ -37,7 +37,7 @@ def test_names_round_trip():
 
 @pytest.mark.parametrize(
     "bad, err, match",
-    [("swish", ValueError, "expected 'relu'"), (-1.1, ValueError, r"slope in \[-1, 1\]"),
+    [("swish", ValueError, "expected one of 'relu'"), (-1.1, ValueError, r"slope in \[-1, 1\]"),
      (1.5, ValueError, r"slope in \[-1, 1\]"), ("leaky:x", ValueError, "leaky:<slope>"),
      ("leaky:-2", ValueError, r"slope in \[-1, 1\]"),
      (("gelu", 1), ValueError, "leaky_relu"), (None, TypeError, "NoneType"),
@@ -64,10 +64,10 @@ def test_smooth_activations_and_derivatives():
     import jax.numpy as jnp
 
     from ntkcond._core.x64 import x64
-    from ntkcond.activations import SMOOTH_NAMES
+    from ntkcond.activations import REGISTRY
 
     z = np.linspace(-4, 4, 17)
-    for name in SMOOTH_NAMES:
+    for name in [n for n, a in REGISTRY.items() if not a.homogeneous]:  # the registry: data
         act = parse_activation(name)
         with x64():
             jz = jnp.asarray(z)
@@ -96,7 +96,10 @@ def test_callable_activation():
     assert np.allclose(act.second_derivative(z), -0.1 * np.sin(z), rtol=1e-14, atol=1e-15)
     for bad, match in [(lambda z: z / 0.0 * 0.0, "non-finite"),
                        (lambda z: jnp.cumsum(z), "not elementwise"),
-                       (lambda z: z.mean() + 0 * z, "not elementwise")]:
+                       (lambda z: z.mean() + 0 * z, "not elementwise"),
+                       (jnp.sort, "not elementwise"),  # its probe grid is sorted: one more probe
+                       (lambda z: 0 * z, "identically zero"),
+                       (lambda z: jnp.sum(z), "keep the shape")]:
         with pytest.raises(ValueError, match=match):
             parse_activation(bad)
 
@@ -112,3 +115,34 @@ def test_parse_activations_one_str_is_one_activation_and_duplicates_are_refused(
         parse_activations([], "f")
     with pytest.raises(TypeError, match="f: expected activations as a spelling"):
         parse_activations(3, "f")
+
+
+@pytest.mark.parametrize("bad, err", [(2.0, ValueError), (float("nan"), ValueError),
+                                      (-1.5, ValueError), ("0.5", TypeError), (True, TypeError)])
+def test_activation_objects_check_their_slope_as_the_parser_does(bad, err):
+    with pytest.raises(err, match="Activation: expected slope"):
+        Activation(bad)
+    with pytest.raises((TypeError, ValueError), match="slope"):
+        parse_activation(bad)
+
+
+def test_the_registry_is_what_the_help_and_the_parser_read():
+    """One registry: every name parses to its object, the help lists every name, and each
+    object says what the engines need (homogeneous ones their angle map, the rest w_std)."""
+    from ntkcond.activations import REGISTRY, activation_names, activations_help
+    from ntkcond.runs.cli import add_network_arguments, parser
+
+    assert activation_names() == tuple(REGISTRY)
+    assert {"relu", "linear", "abs", "erf", "gelu", "gelu_tanh", "sin", "tanh", "softplus",
+            "silu"} <= set(REGISTRY)
+    p = parser("x", "doc")
+    add_network_arguments(p)
+    help_text = " ".join(p.format_help().split())
+    for name, act in REGISTRY.items():
+        assert parse_activation(name) is act and name in activations_help()
+        assert name in help_text
+        if act.homogeneous:
+            assert act.angle_activation.homogeneous and norm_preserving_scale(act) > 0
+        else:
+            with pytest.raises(ValueError, match="not homogeneous"):
+                norm_preserving_scale(act)

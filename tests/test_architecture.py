@@ -16,6 +16,8 @@ import warnings
 
 import pytest
 
+from ntkcond.command import COMMANDS
+
 import ntkcond
 
 PACKAGE = os.path.dirname(ntkcond.__file__)
@@ -117,8 +119,7 @@ def test_scripts_and_notebooks_use_public_names_only():
 
 
 
-@pytest.mark.parametrize("name", ["cond_vs_depth", "cond_vs_batch", "min_angle", "check_claims",
-                                  "biasfree_dynamics", "train_vs_depth"])
+@pytest.mark.parametrize("name", [c.script for c in COMMANDS])
 def test_every_script_follows_the_cli_convention(name, capsys):
     from conftest import load_script
 

@@ -8,13 +8,19 @@ pytest.importorskip("jax")
 import ntkcond  # noqa: E402
 from conftest import load_script  # noqa: E402
 from ntkcond._core.x64 import x64  # noqa: E402
+from ntkcond.network import resolve_mlps  # noqa: E402
 from ntkcond.runs.depth import RECORD_KEYS, measure_finite_batch  # noqa: E402
+
+
+def nets(activations, **options):
+    """The nets the batch functions take (built once, as the commands build them)."""
+    return resolve_mlps(activations, where="test", **options)
 
 
 def test_measure_finite_batch_records_are_the_structured_kernel():
     x = np.random.RandomState(0).randn(6, 4)
     index = np.arange(10, 16)
-    recs = measure_finite_batch(x, index, depths=[2, 0], activations=["relu"], width=16, seeds=[3],
+    recs = measure_finite_batch(x, index, depths=[2, 0], nets=nets(["relu"]), width=16, seeds=[3],
                                 meta={"dataset": "toy", "split": "train", "batch_index": 0})
     assert [r["depth"] for r in recs] == [0, 2]
     for r in recs:
@@ -74,13 +80,13 @@ def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, tr
     from ntkcond.finite.sweep import NetWeights
 
     x, index = digits_batch[:48], np.arange(100, 148)
-    nets = NetWeights()
-    kw = dict(depths=[0, 1, 2, 4], activations=["relu", "linear"], width=24, seeds=[0, 2],
-              trainable=trainable)
+    weights = NetWeights()
+    kw = dict(depths=[0, 1, 2, 4], width=24, seeds=[0, 2], trainable=trainable)
     for batch in range(2):  # the second batch reuses every net
         xb = x[batch::2]
-        ours = measure_finite_batch(xb, index[batch::2], nets=nets, workers=workers, **kw)
-        ref = reference_records(xb, index[batch::2], **kw)
+        ours = measure_finite_batch(xb, index[batch::2], nets=nets(["relu", "linear"]),
+                                    weights=weights, workers=workers, **kw)
+        ref = reference_records(xb, index[batch::2], activations=["relu", "linear"], **kw)
         assert len(ours) == len(ref) == 16
         for a, b in zip(ours, ref):
             for key, value in b.items():
@@ -88,7 +94,7 @@ def test_sweep_engine_records_equal_the_reference_path(digits_batch, workers, tr
                     assert a[key] == pytest.approx(value, rel=1e-12, abs=0.0), key
                 else:
                     assert a[key] == value, key
-    assert (nets.draws, nets.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times
+    assert (weights.draws, weights.hits) == (8, 24)  # 2 seeds x 4 depths drawn once, used 4 times
 
 
 def test_records_read_each_built_kernel_without_checking_it_again(monkeypatch):
@@ -116,9 +122,9 @@ def test_records_read_each_built_kernel_without_checking_it_again(monkeypatch):
                 monkeypatch.setattr(module, name, spy)
     x = np.random.RandomState(1).randn(12, 5)
     index = np.arange(12)
-    finite = measure_finite_batch(x, index, depths=[0, 2], activations=["relu", "linear"], width=8,
+    finite = measure_finite_batch(x, index, depths=[0, 2], nets=nets(["relu", "linear"]), width=8,
                                   seeds=[0], workers=1)
-    infinite = measure_infinite_batch(x, index, depths=[0, 2], activations=["relu"])
+    infinite = measure_infinite_batch(x, index, depths=[0, 2], nets=nets(["relu"]))
     assert len(finite) == 4 and len(infinite) == 2
     assert calls == []
     for item, rec in zip(depth_sweep(x, [0, 2]), infinite):
@@ -142,30 +148,39 @@ def test_dead_net_is_named_instead_of_a_kernel_message(tmp_path, capsys):
 
 # --- the network options of issue 21 (w_std, b_std, residual) -------------------------------
 
-from ntkcond.runs.depth import NET_KEYS, measure_infinite_batch, net_options  # noqa: E402
+from ntkcond.runs.depth import NET_KEYS, measure_infinite_batch  # noqa: E402
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"w_std": 0.0}, "expected w_std > 0"), ({"w_std": -1.0}, "expected w_std > 0"),
-    ({"w_std": float("nan")}, "expected w_std > 0"), ({"w_std": 1.0, "b_std": -0.1}, "expected b_std >= 0"),
-    ({"w_std": 1.0, "residual": 0.0}, "expected residual > 0"), ({"b_std": 0.1}, "expected w_std with b_std"),
+    ({"w_std": 0.0}, "expected w_std in"), ({"w_std": -1.0}, "expected w_std in"),
+    ({"w_std": float("nan")}, "expected w_std in"), ({"w_std": 1e200}, "expected w_std in"),
+    ({"w_std": 1.0, "b_std": -0.1}, "expected b_std 0 or in"),
+    ({"w_std": 1.0, "residual": 0.0}, "expected residual in"),
 ])
 def test_net_options_reject_bad_values(kwargs, message):
     with pytest.raises(ValueError, match="where_x: " + message):
-        net_options(**kwargs, where="where_x")
+        resolve_mlps(["relu"], **kwargs, where="where_x")
 
 
 def test_net_options_types_and_defaults():
-    assert net_options(where="w") == {} and net_options(None, 0, None, where="w") == {}
-    assert net_options(1.5, 0.1, 0.5, where="w") == {"w_std": 1.5, "b_std": 0.1, "residual": 0.5}
+    assert resolve_mlps(["relu"], where="w")[0].options() == {}
+    assert resolve_mlps(["relu"], None, 0, None, where="w")[0].options() == {}
+    assert resolve_mlps(["relu"], 1.5, 0.1, 0.5, where="w")[0].options() == {
+        "w_std": 1.5, "b_std": 0.1, "residual": 0.5}
+    # norm-preserving weights with biases: one net, whatever spelling reaches it
+    assert resolve_mlps(["relu"], None, 0.1, where="w")[0].options() == {"b_std": 0.1}
     with pytest.raises(TypeError, match="w: expected w_std a real number"):
-        net_options("1.5", where="w")
-    with pytest.raises(ValueError, match="expected w_std for the activation 'gelu'"):
-        net_options(where="w", activations=[ntkcond.parse_activation("gelu")])
+        resolve_mlps(["relu"], "1.5", where="w")
+    with pytest.raises(ValueError, match="w: activation 'gelu' is not homogeneous"):
+        resolve_mlps(["gelu"], where="w")
+    built = resolve_mlps(["relu", "erf"], 1.5, where="w")
+    assert resolve_mlps(built, where="again") == built  # the objects pass, unchecked again
+    with pytest.raises(ValueError, match="again: expected either nets"):
+        resolve_mlps(built, 1.5, where="again")
 
 
 def _relu_bias_reference(x, depth, sw, sb):
-    """The NTK of eq. (1) of ``ntkcond.infinite.family`` for ReLU, by the textbook arc-cosine
+    """The NTK of eq. (1) of ``ntkcond.network.mlp`` for ReLU, by the textbook arc-cosine
     formulas (Cho & Saul; arccos form, fine away from near-duplicate pairs): an independent check."""
     d = x.shape[1]
     S = sw**2 * (x @ x.T) / d + sb**2
@@ -184,8 +199,8 @@ def _relu_bias_reference(x, depth, sw, sb):
 
 def test_family_records_match_an_independent_recursion_with_biases():
     x = np.random.default_rng(1).standard_normal((20, 7))
-    recs = measure_infinite_batch(x, np.arange(20), depths=[0, 1, 4], activations=["relu"],
-                                  w_std=1.3, b_std=0.4)
+    recs = measure_infinite_batch(x, np.arange(20), depths=[0, 1, 4],
+                                  nets=nets(["relu"], w_std=1.3, b_std=0.4))
     for r in recs:
         K = _relu_bias_reference(x, r["depth"], 1.3, 0.4)
         cond = ntkcond.conditioning(K)
@@ -202,9 +217,9 @@ def test_norm_preserving_weights_as_w_std_give_the_default_records():
     """s_w = √c at every layer multiplies the NTK by c: the same κ and angles (to rounding)."""
     x = np.random.default_rng(2).standard_normal((16, 9))
     for act, c in [("relu", 2.0), ("abs", 1.0), ("leaky:-0.5", 1.6), ("leaky:0.2", 2 / 1.04)]:
-        base = measure_infinite_batch(x, np.arange(16), depths=range(5), activations=[act])
-        fam = measure_infinite_batch(x, np.arange(16), depths=range(5), activations=[act],
-                                     w_std=c**0.5)
+        base = measure_infinite_batch(x, np.arange(16), depths=range(5), nets=nets([act]))
+        fam = measure_infinite_batch(x, np.arange(16), depths=range(5),
+                                     nets=nets([act], w_std=c**0.5))
         for a, b in zip(base, fam):
             assert not set(NET_KEYS) & set(a) and b["w_std"] == c**0.5
             assert b["kappa_eff"] == pytest.approx(a["kappa_eff"], rel=1e-12, abs=0)
@@ -212,15 +227,8 @@ def test_norm_preserving_weights_as_w_std_give_the_default_records():
             assert b["lambda_max"] == pytest.approx(c * a["lambda_max"], rel=1e-12, abs=0)
 
 
-def test_finite_batch_with_options_needs_the_family_mlp():
-    import inspect
-
+def test_finite_batch_with_options():
     x = np.random.default_rng(3).standard_normal((6, 4))
-    kw = dict(depths=[1], activations=["relu"], width=8, seeds=[0], w_std=1.5, b_std=0.1)
-    if "w_std" not in inspect.signature(ntkcond.mlp).parameters:
-        with pytest.raises(ValueError, match="measure_finite_batch: expected a finite-width net "
-                                             "ntkcond.mlp with w_std, b_std"):
-            measure_finite_batch(x, np.arange(6), **kw)
-        pytest.skip("ntkcond.mlp has no w_std/b_std in this version (issue 21, finite width)")
+    kw = dict(depths=[1], nets=nets(["relu"], w_std=1.5, b_std=0.1), width=8, seeds=[0])
     recs = measure_finite_batch(x, np.arange(6), **kw)
     assert recs[0]["w_std"] == 1.5 and recs[0]["b_std"] == 0.1

@@ -93,3 +93,17 @@ def test_strict_build_ignores_plain_text_indices_only():
     assert not keep(record("j")) and not keep(record("0"))
     assert keep(record("ntkcond.no_such_name"))
     assert keep(logging.LogRecord("mkdocs", logging.WARNING, __file__, 1, "Doc file 'a.md' contains a link", None, None))
+
+
+def test_readme_lists_the_registered_activations():
+    """The README's list of the activations the commands take is the registry's (one list:
+    ``ntkcond.activations.REGISTRY``), so a new activation cannot go unmentioned."""
+    import re
+
+    from ntkcond.activations import activation_names
+
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    start = text.index("Every command (and script) takes the network flags")
+    sentence = text[start:text.index("every record", start)]
+    listed = re.findall(r"`([a-z_]+)`", sentence.split("and the activations", 1)[1])
+    assert listed == list(activation_names())

@@ -99,6 +99,6 @@ def test_bad_general_mlp():
         ntkcond.mlp(3, [4, 5, 6], "relu", w_std=1.0, residual=0.5)
     with pytest.raises(ValueError, match="mlp: .*pass w_std"):
         ntkcond.mlp(2, 4, "tanh")
-    with pytest.raises(ValueError, match="mlp: expected a finite b_std >= 0"):
+    with pytest.raises(ValueError, match="mlp: expected b_std 0 or in"):
         ntkcond.mlp(2, 4, "tanh", w_std=1.0, b_std=-1.0)
     assert isinstance(ntkcond.mlp(2, 4, "relu"), ntkcond.finite.models.MLP)

@@ -244,7 +244,7 @@ def test_pairs_route_property(n, d, seed, copy, activation, trainable, depth):
         (lambda x: infinite_ntk(x[0], depth=1), ValueError, r"shape \(n, d\), got shape \(64,\)"),
         (lambda x: infinite_ntk(np.where(x[:3] > 0, np.nan, x[:3]), depth=1), ValueError, "NaN or Inf"),
         (lambda x: infinite_ntk(x[:3], depth=-1), ValueError, "depth >= 0"),
-        (lambda x: infinite_ntk(x[:3], depth=1, activation="swish"), ValueError, "expected 'relu'"),
+        (lambda x: infinite_ntk(x[:3], depth=1, activation="swish"), ValueError, "expected one of 'relu'"),
         (lambda x: infinite_ntk(x[:3], depth=1, trainable=[2]), ValueError, r"indices in \[0, 1\]"),
         (lambda x: infinite_ntk("abc", depth=1), TypeError, "x1 as an"),
         (lambda x: smallest_gradient_angle(x[:1], depth=1), ValueError, "n >= 2"),

@@ -252,15 +252,13 @@ def test_one_percent_planted_errors_fail(planted):
 
 
 def _plant_derivative_slope(monkeypatch, factor):
-    """The derivative factor's slope β of the library's recursion off by ``factor`` everywhere
-    it was imported (the issue's planted error, library-wide)."""
-    import ntkcond.infinite.angles as angles_module
+    """The derivative factor's slope β off by ``factor`` where the library keeps it: the leaky
+    activation object's ``derivative_slope`` (the issue's planted error, library-wide)."""
+    from ntkcond.activations import Activation
 
-    original = angles_module.derivative_slope
-    wrapped = lambda act: factor * original(act)
-    for name, module in list(sys.modules.items()):
-        if name.startswith("ntkcond") and getattr(module, "derivative_slope", None) is original:
-            monkeypatch.setattr(module, "derivative_slope", wrapped)
+    original = Activation.derivative_slope.fget
+    monkeypatch.setattr(Activation, "derivative_slope",
+                        property(lambda self: factor * original(self)))
 
 
 # Every claim whose formula involves the derivative factor; claims 1, 5, 6 (angle map, linear

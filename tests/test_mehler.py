@@ -1,10 +1,10 @@
-"""Mehler's series (ntkcond.infinite.mehler): the per-pair truncation against the whole
+"""Mehler's series (ntkcond.activations.mehler): the per-pair truncation against the whole
 series (1.1e-14 of √(P₁P₂)), the levels' bound, and parity's exact zeros."""
 import numpy as np
 import pytest
 
 from ntkcond.activations import parse_activation
-from ntkcond.infinite import mehler
+from ntkcond.activations import mehler
 
 
 def _full_mehler(act, q1, q2, c, K=2990):

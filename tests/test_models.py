@@ -59,7 +59,7 @@ def test_init_is_standard_normal_and_seeded():
 
 
 def test_mlp_bad_inputs():
-    with pytest.raises(ValueError, match="mlp: activation: expected 'relu'"):
+    with pytest.raises(ValueError, match="mlp: activation: expected one of 'relu'"):
         ntkcond.mlp(2, 8, "swish")
     with pytest.raises(ValueError, match="depth >= 0, got -1"):
         ntkcond.mlp(-1, 8)

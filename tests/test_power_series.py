@@ -120,7 +120,7 @@ def test_bad_arguments():
         ntk_power_series(1, order=MAX_ORDER + 1)
     with pytest.raises(TypeError, match=r"ntk_power_series: expected an integer order"):
         ntk_power_series(1, order=2.5)
-    with pytest.raises(ValueError, match=r"ntk_power_series: activation: expected 'relu'"):
+    with pytest.raises(ValueError, match=r"ntk_power_series: activation: expected one of 'relu'"):
         ntk_power_series(1, "tanh-ish", order=3)
     with pytest.raises(ValueError, match=r"ntk_power_series: expected trainable"):
         ntk_power_series(1, order=3, trainable="middle")

@@ -8,7 +8,14 @@ import pytest
 import ntkcond
 from ntkcond import datasets
 from ntkcond.activations import parse_activation
+from ntkcond.infinite.engine import chain_plan
 from ntkcond.infinite.recursion import PairGeometry, gradient_recursion, recursion
+from ntkcond.network import resolve_mlp
+
+
+def _plan(act, depths, layers):
+    """The fast recursion's plan of the norm-preserving bias-free net of ``act``."""
+    return chain_plan(resolve_mlp(act, where="test"), max(depths), layers)
 
 from conftest import SHARED_DATA
 
@@ -129,7 +136,8 @@ def test_one_dispatch_yields_kernel_and_angle_terms():
     angle = np.linspace(0.2, 3.0, 7)
     geometry = PairGeometry(angle, np.cos(angle))
     out = [(L, K.copy(), R.copy(), Z.copy())  # unit rows: T, updated in place by the next step
-           for L, K, R, Z in recursion(geometry, act, [1, 2], None, kernel=True, angles=True)]
+           for L, K, R, Z in recursion(geometry, _plan(act, [1, 2], None), [1, 2], kernel=True,
+                                       angles=True)]
     assert [item[0] for item in out] == [1, 2]
     for _, K, R, Z in out:
         assert K.shape == angle.shape and np.all(R >= 0) and np.all(Z >= 0)
@@ -166,7 +174,7 @@ def test_kernel_state_equals_angle_state(activation, layers):
     refined = np.nonzero((angle < 0.1) | (angle > np.pi - 0.1))
     near = np.minimum(angle, np.pi - angle)[refined]
     geometry = PairGeometry(angle, cos, refined=refined, near=near)
-    for L, T, R, Z in recursion(geometry, act, [0, 1, 3, 10], layers):
+    for L, T, R, Z in recursion(geometry, _plan(act, [0, 1, 3, 10], layers), [0, 1, 3, 10]):
         assert R is None and Z is None
         assert np.max(np.abs(T - ref[L])) <= 5e-15 * max(1.0, np.max(np.abs(ref[L])))
     assert np.array_equal(angle, kept)  # inputs untouched without overwrite=True

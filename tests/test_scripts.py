@@ -36,7 +36,7 @@ def test_cond_vs_depth_smoke(tmp_path, capsys):
     "argv, message",
     [(["--depths", "3-1"], "--depths"), (["--batch", "5000"], "batch <= n = 1797"),
      (["--dataset", "nope"], "unknown data set"),
-     (["--activations", "tanh"], "expected w_std for the activation 'tanh'")],
+     (["--activations", "tanh"], "activation 'tanh' is not homogeneous")],
 )
 def test_cond_vs_depth_bad_input_is_one_line(tmp_path, capsys, argv, message):
     script = load_script("cond_vs_depth")
@@ -218,16 +218,18 @@ def test_cond_vs_batch_bad_sizes_is_one_line(tmp_path, capsys):
     # the network flags (issue 21), the same in every script
     + [(name, argv, message) for name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth")
        for argv, message in [
-           (["--w-std", "0"], "--w-std: expected a number > 0, got '0'"),
-           (["--w-std", "-1.5"], "--w-std: expected a number > 0, got '-1.5'"),
-           (["--w-std", "nan"], "--w-std: expected a number > 0, got 'nan'"),
-           (["--b-std", "-0.1"], "--b-std: expected a number >= 0, got '-0.1'"),
-           (["--b-std", "inf"], "--b-std: expected a number >= 0, got 'inf'"),
-           (["--residual", "0"], "--residual: expected a number > 0, got '0'"),
-           (["--activations", "nope"], "--activations: parse_activation: expected 'relu'"),
+           (["--w-std", "0"], "--w-std: expected a number in [1e-150, 1e+150], got '0'"),
+           (["--w-std", "-1.5"], "--w-std: expected a number in [1e-150, 1e+150], got '-1.5'"),
+           (["--w-std", "nan"], "--w-std: expected a number in [1e-150, 1e+150], got 'nan'"),
+           (["--w-std", "1e200"], "--w-std: expected a number in [1e-150, 1e+150], got '1e200'"),
+           (["--b-std", "-0.1"], "--b-std: expected 0 or a number in [1e-150, 1e+150], got '-0.1'"),
+           (["--b-std", "inf"], "--b-std: expected 0 or a number in [1e-150, 1e+150], got 'inf'"),
+           (["--residual", "0"], "--residual: expected a number in [1e-150, 1e+150], got '0'"),
+           (["--activations", "nope"], "--activations: parse_activation: expected one of 'relu'"),
            (["--activations", "leaky:2"], "--activations: parse_activation:"),
-           (["--b-std", "0.1"], "expected w_std with b_std = 0.1 > 0"),
-           (["--activations", "erf"], "expected w_std for the activation 'erf'"),
+           (["--activations", "erf"], "--activations: activation 'erf' is not homogeneous, so "
+                                      "there is no norm-preserving default; pass --w-std (e.g. "
+                                      "--w-std 1.5)"),
        ]],
 )
 def test_bad_flags_are_one_line_exit_2(tmp_path, capsys, name, argv, message):

@@ -12,6 +12,7 @@ pytest.importorskip("jax")
 import ntkcond  # noqa: E402
 from conftest import load_script  # noqa: E402
 from ntkcond import datasets  # noqa: E402
+from ntkcond.network import resolve_mlp  # noqa: E402
 from ntkcond.runs import train_vs_depth as tvd  # noqa: E402
 
 
@@ -63,7 +64,7 @@ def test_wide_linear_net_is_close_to_its_prediction(batch):
     x, y = batch
     gaps = {}
     for width in (256, 1024):
-        rec = tvd.finite_record(x, y, depth=1, activation="linear", width=width, seed=0,
+        rec = tvd.finite_record(x, y, depth=1, net=resolve_mlp("linear", where="t"), width=width, seed=0,
                                 rel_target=1e-2, max_steps=5000)
         assert rec["reached"] and rec["predicted_finite"]
         assert rec["rel_loss_at_stop"] <= 1e-2 < rec["predicted_rel_loss_at_stop"] * 1.2
@@ -113,8 +114,8 @@ def test_prediction_is_infinite_exactly_when_the_null_space_holds_more_than_eps(
     lam, U = np.linalg.eigh(K)
     phi = float(np.sum((U[:, lam <= cond.cutoff].T @ y) ** 2) / (y @ y))
     assert cond.rank <= 64 and 0.05 < phi < 0.95
-    below = tvd.infinite_record(x, y, depth=1, activation="linear", rel_target=0.99 * phi, max_steps=100)
-    above = tvd.infinite_record(x, y, depth=1, activation="linear", rel_target=1.01 * phi, max_steps=100)
+    below = tvd.infinite_record(x, y, depth=1, net=resolve_mlp("linear", where="t"), rel_target=0.99 * phi, max_steps=100)
+    above = tvd.infinite_record(x, y, depth=1, net=resolve_mlp("linear", where="t"), rel_target=1.01 * phi, max_steps=100)
     assert below["predicted_steps"] is None and not below["predicted_finite"]
     assert below["kappa_target"] is None  # κ_target ∞ together with the count
     assert isinstance(above["predicted_steps"], int) and above["predicted_finite"]
@@ -122,7 +123,7 @@ def test_prediction_is_infinite_exactly_when_the_null_space_holds_more_than_eps(
     # (κ_target's λ_k is at or above κ_eff's smallest nonzero one), one eigensolver for both
     assert above["kappa_target"] <= above["kappa_eff"]
     for eps in (0.99 * phi, 1.01 * phi):
-        relu = tvd.infinite_record(x, y, depth=1, activation="relu", rel_target=eps, max_steps=100)
+        relu = tvd.infinite_record(x, y, depth=1, net=resolve_mlp("relu", where="t"), rel_target=eps, max_steps=100)
         assert relu["predicted_finite"] and relu["predicted_steps"] > 0
 
 
@@ -273,6 +274,6 @@ def test_network_options_reach_the_records(tmp_path):
     # biases change the kernel: κ of the biased ReLU net differs from the plain one's
     biased = next(r for r in sweep.records if r["activation"] == "relu" and r["depth"] == 1)
     assert abs(biased["kappa_eff"] / plain.records[0]["kappa_eff"] - 1) > 1e-3
-    with pytest.raises(ValueError, match="train_vs_depth: expected w_std for the activation 'erf'"):
+    with pytest.raises(ValueError, match="train_vs_depth: activation 'erf' is not homogeneous"):
         tvd.train_vs_depth(ds, out=str(tmp_path / "bad"), n=16, depths=[1], activations=["erf"],
                            widths=["inf"], progress=False)

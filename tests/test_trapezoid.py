@@ -1,4 +1,4 @@
-"""The trapezoid (ntkcond.infinite.trapezoid): the reference's 2-D rule against mpmath, the
+"""The trapezoid (ntkcond.activations.trapezoid): the reference's 2-D rule against mpmath, the
 rule against the closed forms, and its step-halving check. Tolerances: 1e-20 (reference),
 1e-14 (erf), QUADRATURE_RTOL (step halving)."""
 import mpmath as mp
@@ -7,7 +7,7 @@ import pytest
 
 import _family_reference as ref
 from ntkcond.activations import parse_activation
-from ntkcond.infinite import duals, trapezoid
+from ntkcond.activations import trapezoid
 
 
 def test_reference_trapezoid_against_mpmath_quad():
@@ -33,7 +33,7 @@ def test_quadrature_against_closed_forms(name):
     c = np.array([0.5, -0.3, 1.999]) * np.sqrt(q1 * q2) / np.sqrt(q1 * q2) * np.array([1, 1, 1])
     c = np.array([0.5, -0.3, 1.9])
     D = 0.5 * (q1 + q2) - c
-    M, _, Md, _ = duals.dual(act, q1, q2, c, D)
+    M, _, Md, _ = act.dual(q1, q2, c, D)
     Mq, Mdq = trapezoid.quadrature_dual(act, q1, q2, c, D)
     scale = np.sqrt(q1 * q2)
     if name == "erf":

@@ -27,15 +27,7 @@ def _act_fns(act, xp):
     """(σ, σ') on arrays of namespace ``xp``."""
     if xp is np:
         return act, act.derivative
-    import jax
-    import jax.numpy as jnp
-
-    if act.is_leaky:
-        a = act.slope
-        return (lambda z: jnp.where(z > 0, z, a * z)), (lambda z: jnp.where(z > 0, 1.0, a).astype(z.dtype))
-    f = act.jax_fn
-    fd = jnp.vectorize(jax.grad(lambda t: f(t.reshape(1)).reshape(-1)[0]))
-    return f, fd
+    return act.jax_fn, act.jax_derivative
 
 
 def general_features(net, params, x, xp=np):

@@ -30,6 +30,7 @@ from .._core.arrays import float_dtype
 from .._core.checks import as_depth
 from .._core.x64 import scoped_dtype, x64
 from ..activations import Activation, parse_activation
+from ..network import MLPFamily, resolve_mlp
 
 __all__ = ["MLP", "GeneralMLP", "mlp"]
 
@@ -159,15 +160,12 @@ def mlp(depth: int, width=512, activation="relu", *, w_std=None, b_std=None,
             raise ValueError(
                 f"mlp: expected {depth} widths (one per hidden layer), got {len(widths)}: {widths}")
         widths = tuple(_as_width(m, "mlp", "width") for m in widths)
-    from ..activations import resolve_net
-
-    net = resolve_net(activation, w_std, b_std, residual, "mlp")
-    if net is None:
+    family = resolve_mlp(act, w_std, b_std, residual, where="mlp")
+    if not family.options() and isinstance(act, Activation):  # the net of eq. (1)
         return MLP(depth=depth, widths=widths, activation=act)
-    if net.residual is not None and len(set(widths)) > 1:
+    if family.residual is not None and len(set(widths)) > 1:
         raise ValueError(f"mlp: residual blocks need equal hidden widths, got {widths}")
-    return GeneralMLP(depth=depth, widths=widths, activation=act, w_std=net.w_std,
-                      b_std=net.b_std, residual=net.residual)
+    return GeneralMLP(depth=depth, widths=widths, net=family)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +179,7 @@ class GeneralMLP:
     (``residual=β``; z^{i+1} = z^i + β(…)). With ``w_std=None`` (leaky family with biases),
     s_w² = c = 2/(1 + α²) for the hidden layers and 1 for the read-out. All entries of W and
     b are N(0, 1). The infinite-width NTK of this net is ``ntkcond.infinite_ntk(x, depth=L,
-    activation=…, w_std=…, b_std=…, residual=…)`` (``ntkcond.infinite.family``); in
+    activation=…, w_std=…, b_std=…, residual=…)`` (``ntkcond.network.mlp``); in
     neural-tangents ``stax.serial(*[Dense(m, W_std=s_w, b_std=s_b), act] * L,
     Dense(1, W_std=s_w, b_std=s_b))``.
 
@@ -191,10 +189,23 @@ class GeneralMLP:
 
     depth: int
     widths: tuple
-    activation: object
-    w_std: float | None
-    b_std: float
-    residual: float | None
+    net: MLPFamily
+
+    @property
+    def activation(self):
+        return self.net.act
+
+    @property
+    def w_std(self):
+        return self.net.w_std
+
+    @property
+    def b_std(self):
+        return self.net.b_std
+
+    @property
+    def residual(self):
+        return self.net.residual
 
     def shapes(self, d: int) -> list[tuple]:
         """[(d, m₁), …, (m_L, 1), (m₁,), …, (1,)]: weights, then biases."""
@@ -203,18 +214,13 @@ class GeneralMLP:
         return w + [(dims[i + 1],) for i in range(self.depth + 1)]
 
     def factors(self, d: int) -> list[tuple[float, float]]:
-        """[(sᵢ, tᵢ)] of eq. (2) for i = 0 … L."""
+        """[(sᵢ, tᵢ)] of eq. (2) for i = 0 … L: √(s_w²/fan_in) and s_b of layer i of the
+        net's stack (``MLPFamily.dense``: residual layers scaled by β)."""
         dims = (int(d),) + tuple(self.widths)
         out = []
         for i in range(self.depth + 1):
-            if self.w_std is None:
-                sw2 = self.activation.scale if i < self.depth else 1.0
-            else:
-                sw2 = self.w_std**2
-            s, t = math.sqrt(sw2 / dims[i]), self.b_std
-            if self.residual is not None and 0 < i < self.depth:
-                s, t = self.residual * s, self.residual * t
-            out.append((s, t))
+            layer = self.net.dense(i, self.depth)
+            out.append((math.sqrt(layer.weight_variance / dims[i]), layer.b_std or 0.0))
         return out
 
     def num_params(self, d: int) -> int:
@@ -240,8 +246,7 @@ class GeneralMLP:
         import jax.numpy as jnp
 
         check_params(self, params, jnp.shape(x), "GeneralMLP.apply")
-        act = self.activation
-        sigma = act.jax_fn if not act.is_leaky else act
+        sigma = self.activation.jax_fn
         L = self.depth
         with scoped_dtype(x, *params):
             hi = _highest()

@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.checks import as_depth, resolve_trainable
-from ..activations import parse_activation
+from ..activations import parse_angle_activation
 from .recursion import (
     derivative_slope,
     layer_step,
@@ -97,7 +97,7 @@ def angle_map(angle, activation="relu"):
       angle: array of input angles in [0, π], radians.
       activation: any spelling accepted by ``parse_activation``.
     """
-    act = parse_activation(activation, "angle_map")
+    act = parse_angle_activation(activation, "angle_map")
     angle = _as_angle(angle, "angle_map")
     if act.is_linear:
         return angle.copy()
@@ -106,7 +106,7 @@ def angle_map(angle, activation="relu"):
 
 def angle_map_iterate(angle, layers: int, activation="relu"):
     """gˡ(θ): the angle between post-activations after ``layers`` layers, radians."""
-    act = parse_activation(activation, "angle_map_iterate")
+    act = parse_angle_activation(activation, "angle_map_iterate")
     angle = _as_angle(angle, "angle_map_iterate")
     layers = as_depth(layers, "angle_map_iterate", "layers")
     cos = np.cos(angle)
@@ -123,7 +123,7 @@ def derivative_factor(angle, activation="relu"):
     Args:
       angle: array of pre-activation angles in [0, π], radians.
     """
-    act = parse_activation(activation, "derivative_factor")
+    act = parse_angle_activation(activation, "derivative_factor")
     angle = _as_angle(angle, "derivative_factor")
     return 1.0 - derivative_slope(act) * angle
 
@@ -143,7 +143,7 @@ def gradient_angle(angle_in, depth: int, activation="relu", trainable="all"):
     Returns:
       Array of φ, same shape as ``angle_in``.
     """
-    act = parse_activation(activation, "gradient_angle")
+    act = parse_angle_activation(activation, "gradient_angle")
     angle_in = _as_angle(angle_in, "gradient_angle")
     depth = as_depth(depth, "gradient_angle")
     layers = resolve_trainable(trainable, depth, "gradient_angle")
@@ -156,7 +156,7 @@ def small_angle_gradient_cos(angle_in, depth: int, activation="relu"):
     For ReLU β = 1/π, giving Liu & Hui's (1 − Lθ/(2π)) cos θ. All layers trainable.
     The error is o(θ) as θ → 0 (``scripts/check_claims.py`` measures its rate).
     """
-    act = parse_activation(activation, "small_angle_gradient_cos")
+    act = parse_angle_activation(activation, "small_angle_gradient_cos")
     angle_in = _as_angle(angle_in, "small_angle_gradient_cos")
     depth = as_depth(depth, "small_angle_gradient_cos")
     return (1.0 - 0.5 * derivative_slope(act) * depth * angle_in) * np.cos(angle_in)

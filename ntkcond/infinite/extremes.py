@@ -50,7 +50,7 @@ import math
 import numpy as np
 
 from .._core.checks import sweep_layers
-from ..activations import parse_activation
+from ..activations import parse_angle_activation
 from .recursion import angle_from, gradient_recursion
 from .geometry import kahan_angles
 from .unimodal import ALWAYS_AFFORDABLE, certify, verification_cost
@@ -286,7 +286,7 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
       ext: ``ExtremePairs`` of the data.
       activation, depths, trainable: as ``unimodal.certify``.
     """
-    act = parse_activation(activation, "smallest_from_extremes")
+    act = parse_angle_activation(activation, "smallest_from_extremes")
     depths, layers = sweep_layers(depths, trainable, "smallest_from_extremes")
     (t_lo, i0, j0), (t_hi, i1, j1) = ext.closest, ext.farthest
     if act.is_linear:

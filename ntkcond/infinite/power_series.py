@@ -64,7 +64,7 @@ import functools
 import numpy as np
 
 from .._core.checks import as_depth, resolve_trainable
-from ..activations import parse_activation
+from ..activations import parse_angle_activation
 
 __all__ = ["PowerSeries", "ntk_power_series", "nngp_power_series", "MAX_ORDER"]
 
@@ -165,11 +165,7 @@ def _arc_cosine_compositions(g):
 
 
 def _series(depth, activation, order, trainable, where, kernel):
-    act = parse_activation(activation, where)
-    if not isinstance(getattr(act, "slope", None), float):
-        # other activation families (erf, GELU, |s|, ...) need their own dual-kernel series
-        raise ValueError(f"{where}: expected an activation of the leaky-ReLU slope family "
-                         f"(relu, leaky, linear), got {act}")
+    act = parse_angle_activation(activation, where)
     depth = as_depth(depth, where)
     order = as_depth(order, where, "order", maximum=MAX_ORDER)
     layers = resolve_trainable(trainable, depth, where) if kernel == "ntk" else (depth,)

@@ -1,11 +1,11 @@
-"""The layer step of the infinite-width recursion, written once: every kernel and angle of
-ntkcond at infinite width (``ntkcond.infinite.kernels``, ``ntkcond.infinite.angles``, the
-tiles of ``ntkcond.scale.tiles``, the blocks of ``ntkcond.scale.blocks`` and, with
-``xp=jax.numpy``, the device blocks of ``ntkcond.scale.sharded``) is computed by ``recursion``.
+"""The angle recursion of bias-free homogeneous nets, written once: every kernel and angle of
+such nets at infinite width (``ntkcond.infinite.engine`` for ``ntkcond.infinite.kernels`` and
+``ntkcond.stax``, ``ntkcond.infinite.angles``, the tiles of ``ntkcond.scale.tiles``, the blocks
+of ``ntkcond.scale.blocks`` and, with ``xp=jax.numpy``, the device blocks of
+``ntkcond.scale.sharded``) is computed by ``recursion``.
 
-The net: bias-free, norm-preserving MLP of ``ntkcond.infinite.kernels`` (NTK
-parameterisation, activation ``ntkcond.activations.Activation``). With θ₀ the input angle,
-θ_k the angle after k layers and ġ(θ) = 1 − βθ, ``ntkcond.infinite.angles`` eqs. (1)–(4):
+The fast path of bias-free homogeneous nets. With θ₀ the input angle, θ_k the angle after k
+layers and ġ(θ) = 1 − βθ, ``ntkcond.infinite.angles`` eqs. (1)–(4):
 
     cos θ_{k+1} = w_lin cos θ_k + w_relu κ₁(θ_k),   κ₁(θ) = (sin θ + (π − θ) cos θ)/π,
     T_L = Σ_{i∈S} cos θ_i Π_{j=i}^{L−1} ġ(θ_j),      K = ‖x‖‖x'‖/d · T_L
@@ -13,39 +13,39 @@ parameterisation, activation ``ntkcond.activations.Activation``). With θ₀ the
 (``ntkcond.infinite.kernels`` eq. (2); w_lin = 2α/(1 + α²), w_relu = (1 − α)²/(1 + α²),
 β = w_relu/π).
 
-Interface (the one an engine calls; how a new activation/bias/residual plugs in: one function)
--------------------------------------------------------------------------------------------
-``recursion(geometry, act, depths, layers, kernel=True, angles=False, out=None, xp=np)``
-is a generator; per depth L of ``depths`` (ascending) it yields ``(L, K, R, Z)``:
+The stacks this serves: a ``ntkcond.network.HomogeneousChain`` — bias-free Dense layers
+(any W_std) and positively homogeneous activations (the leaky family, any slope per layer).
+Their kernels are the norms times a function of the input angle, whatever the weight stds:
+with G_L = s₀²·Π_{k≥1} s_k² E[σ_{k−1}(z)²] the output variance over ‖x‖²/d
+(``HomogeneousChain.gain``), K = ‖x‖‖x'‖/d · G_L · T_L, and T_L is the same for every
+spelling of the net (``ntkcond.network.layers`` eqs. (1)–(2) reduce to it). ``ChainPlan``
+holds what the recursion reads: the activation after each hidden layer (its w_relu and β),
+the trainable layers, and G_L per depth. Everything else (biases, residual blocks,
+non-homogeneous activations) takes the general layer maps of ``ntkcond.network``
+(``ntkcond.infinite.engine``); the two agree on the nets both serve.
+
+Interface: ``recursion(geometry, plan, depths, kernel=True, angles=False, nngp=False, out=None,
+xp=np)`` is a generator; per depth L of ``depths`` (ascending) it yields ``(L, K, R, Z)``
+(with ``nngp=True``: ``(L, K, R, Z, N)``):
 
 * ``geometry`` (``PairGeometry``): a block of pairs — θ₀ and cos θ₀ (any shape, the same for
   both), the rows' and columns' norms ‖x‖, ‖x'‖ and the dimension d (``norms`` None: unit rows,
-  K is then T, the normalised kernel), and the pairs within 0.1 rad of 0 or π (``refined``: the
-  indices, ``near``: their angle from the nearer end, min(θ₀, π − θ₀), exact for the data).
-  ``ntkcond.infinite.geometry.block_geometry`` builds it; the squared norms/d the
-  bias-carrying kernels need are ``norms1**2 / d`` and ``norms2**2 / d``.
-* ``act``: the parsed activation (``ntkcond.activations.parse_activation`` once, at the
-  public boundary); ``depths``: sorted depths; ``layers``: the trainable layers (a set of
-  0-based indices, None for all, "last" for S = {L} at every depth).
-* ``K``: the kernel block for depth L (written into ``out[L]`` when ``out`` is given, else a
-  new array; ``kernel=False``: None). ``R``, ``Z`` (``angles=True``, else None): the
-  non-negative angle terms R = Σ_{i∈S}(1 − cos θ_i Π ġ), Z = Σ_{i∈S}(1 + cos θ_i Π ġ) of the
-  gradient angle φ = 2 atan2(√R, √Z) (``gradient_recursion``).
-
-A new net (biases b_std, weight std w_std, residual blocks, another activation) is one new
-state function beside ``_bias_free_kernel``: it receives the same ``PairGeometry`` (including
-the norms, since with biases the per-pair state is the two variances and the covariance, not
-an angle) and yields T-free kernels K per depth; ``recursion`` dispatches on the net. The
-engines — whole matrices in ``kernels``, cache-sized tiles in ``scale.tiles``, device blocks
-in ``scale.sharded`` — stay as they are.
+  K is then G·T), and the pairs within 0.1 rad of 0 or π (``refined``: the indices, ``near``:
+  their angle from the nearer end, min(θ₀, π − θ₀), exact for the data).
+  ``ntkcond.infinite.geometry.block_geometry`` builds it.
+* ``K``: the NTK block for depth L (written into ``out[L]`` when ``out`` is given, else a new
+  array; ``kernel=False``: None). ``N``: the NNGP block ‖x‖‖x'‖/d·G_L·cos θ_L. ``R``, ``Z``
+  (``angles=True``, else None): the non-negative angle terms R = Σ_{i∈S}(1 − cos θ_i Π ġ),
+  Z = Σ_{i∈S}(1 + cos θ_i Π ġ) of the gradient angle φ = 2 atan2(√R, √Z)
+  (``gradient_recursion``).
 
 Two state functions, one per need:
 
-* ``_bias_free_kernel`` (``kernel=True``): per layer, from θ, cos θ, u = 1 − cos θ,
-  v = 1 + cos θ and sin θ = √(uv), with s = w_relu (sin θ − θ cos θ)/π,
+* ``_chain_kernel`` (``kernel=True``): per layer k, from θ, cos θ, u = 1 − cos θ,
+  v = 1 + cos θ and sin θ = √(uv), with s = w_relu,k (sin θ − θ cos θ)/π,
 
       u' = u − s,   cos θ' = cos θ + s,   v' = v + s,   θ' = atan2(√(u'v'), cos θ'),
-      T' = [layer trainable]·cos θ' + (1 − βθ)·T,
+      T' = [layer trainable]·cos θ' + (1 − β_k θ)·T,
 
   in place on float64 buffers (about 20 ns an entry at depth 3). θ is kept to absolute
   precision, which is what the kernel needs. Near π at the input layer (θ₀ = π − δ, δ from
@@ -68,11 +68,11 @@ import dataclasses
 
 import numpy as np
 
-from ..activations import Activation, Net
-from .series import SMC_COEFFS, SMC_SERIES_BELOW, sin_minus_angle_cos
+from ..activations.leaky import SMC_COEFFS, SMC_SERIES_BELOW, sin_minus_angle_cos
 
 __all__ = [
     "PairGeometry",
+    "ChainPlan",
     "CHUNK_ENTRIES",
     "SMC_COEFFS",
     "SMC_SERIES_BELOW",
@@ -80,6 +80,7 @@ __all__ = [
     "derivative_slope",
     "gradient_recursion",
     "layer_step",
+    "near_pi_step",
     "one_minus_cos",
     "one_plus_cos",
     "phi_from_angle",
@@ -101,8 +102,8 @@ class PairGeometry:
       angle: θ₀ in radians, any shape (n1, n2), (k,), …; float64 (or a jax array).
       cos: cos θ₀, the same shape.
       norms1, norms2: ‖x‖ of the block's rows (n1,) and columns (n2,); None: unit rows (the
-        recursion then yields T, the normalised kernel).
-      d: the input dimension (the kernel is ‖x‖‖x'‖/d · T).
+        recursion then yields G·T, the normalised kernel).
+      d: the input dimension (the kernel is ‖x‖‖x'‖/d · G · T).
       refined: indices (a tuple of index arrays, as ``np.nonzero``) of the pairs within 0.1 rad
         of 0 or π, whose θ₀ is exact for the data; None: none known.
       near: (k,) their angle from the nearer end, min(θ₀, π − θ₀), exact (not π − θ₀ rounded).
@@ -127,54 +128,74 @@ class PairGeometry:
             return np.outer(self.norms1, self.norms2) / self.d
 
 
-def recursion(geometry: PairGeometry, act: Activation, depths, layers=None, *, kernel=True,
-              angles=False, out=None, overwrite=False, xp=np, net=None):
-    """The dispatch of the infinite-width recursion (module docstring: the interface).
+@dataclasses.dataclass(frozen=True)
+class ChainPlan:
+    """What ``recursion`` reads of a bias-free homogeneous net (module docstring).
+
+    Attributes:
+      acts: the homogeneous activation after each hidden layer k = 0, 1, … (at least as many
+        as the deepest depth asked for).
+      layers: trainable layers: None (all), "last" (S = {L} at every depth), or a frozenset of
+        0-based indices.
+      gains: G_L for L = 0 … len(acts), the output variance over ‖x‖²/d (1 for the
+        norm-preserving net), each as (m, e) with G_L = m·2^e (``gain_product``); None where
+        a depth is not asked for.
+    """
+
+    acts: tuple
+    layers: object
+    gains: tuple
+
+    @property
+    def linear(self) -> bool:
+        """Every activation linear: angles never change, ġ = 1."""
+        return all(a.is_linear for a in self.acts)
+
+
+def recursion(geometry: PairGeometry, plan: ChainPlan, depths, *, kernel=True, angles=False,
+              nngp=False, out=None, overwrite=False, xp=np):
+    """The fast angle recursion of a bias-free homogeneous net (module docstring).
 
     Args:
       geometry: the block (``PairGeometry``).
-      act: parsed activation.
-      depths: sorted depths L ≥ 0.
-      layers: trainable layers: None (all), "last" (S = {L}), or a set of 0-based indices.
-      kernel: yield the kernel K (``_bias_free_kernel``).
+      plan: the net (``ChainPlan``).
+      depths: sorted depths L ≥ 0 (at most len(plan.acts)).
+      kernel: yield the NTK K (``_chain_kernel``); nngp: also yield the NNGP N (5-tuples).
       angles: yield R, Z (``gradient_recursion``).
       out: {L: buffer} to write K into (numpy); K is then that buffer.
       overwrite: the kernel recursion may use ``geometry.angle`` and ``cos`` as its buffers
         (only without ``angles``).
       xp: numpy, or jax.numpy under jit (no ``refined`` pairs, no ``out``).
-      net: None for the bias-free norm-preserving net; a ``ntkcond.activations.Net``
-        (w_std, b_std, residual, any activation; also accepted as ``act``, so that engines
-        pass it through unchanged) for the general recursion
-        (``ntkcond.infinite.family.family_state``; NumPy only; R, Z are then 1 ∓ cos φ).
 
     Yields:
-      (L, K, R, Z) per depth, ascending; K and R, Z None where not asked for. With
-      ``out=None`` K is a new array; R, Z may be updated in place by the next step.
+      (L, K, R, Z) per depth, ascending (``nngp``: (L, K, R, Z, N)); K and R, Z None where
+      not asked for. With ``out=None`` K is a new array; R, Z may be updated in place by the
+      next step.
     """
     depths = sorted(set(depths))
-    if net is None and isinstance(act, Net):  # a general net in the activation's place
-        net = act
-    if net is None and not act.is_leaky:
-        raise ValueError(
-            f"activation {act.name!r} is not homogeneous: the bias-free norm-preserving "
-            "recursion covers the leaky family only; pass w_std (and b_std) to the public "
-            "function for the general net")
-    if net is not None:
-        from .family import family_state
-
-        yield from family_state(geometry, net, depths, layers, kernel=kernel, angles=angles,
-                                out=out, xp=xp)
-        return
-    ks = _bias_free_kernel(geometry, act, depths, layers, overwrite and not angles, out, xp) \
-        if kernel else None
-    gs = gradient_recursion(geometry.angle, geometry.cos, depths, act, layers, xp) \
-        if angles else None
+    ks = _chain_kernel(geometry, plan, depths, overwrite and not angles, out, xp, nngp) \
+        if kernel or nngp else None
+    gs = gradient_recursion(geometry.angle, geometry.cos, depths, plan.acts, plan.layers, xp,
+                            _near_pi(geometry) if xp is np else None) if angles else None
     for L in depths:
-        K = next(ks)[1] if ks is not None else None
+        K = N = None
+        if ks is not None:
+            _, K, N = next(ks)
         R = Z = None
         if gs is not None:
             _, _, R, Z, _ = next(gs)
-        yield L, K, R, Z
+        yield (L, K if kernel else None, R, Z, N) if nngp else (L, K, R, Z)
+
+
+def _near_pi(geometry: PairGeometry):
+    """(indices, δ) of the refined pairs of ``geometry`` at θ₀ = π − δ, or None."""
+    if geometry.refined is None or not geometry.refined[0].size:
+        return None
+    near = np.asarray(geometry.near)
+    side = np.asarray(geometry.angle)[geometry.refined] > 0.5 * np.pi
+    if not side.any():
+        return None
+    return tuple(ix[side] for ix in geometry.refined), near[side]
 
 
 class _InPlace:
@@ -200,41 +221,53 @@ class _Pure:
         return f(*args)
 
 
-def relu_weights(act: Activation) -> tuple[float, float]:
-    """(w_lin, w_relu) of eq. (2) of ``ntkcond.infinite.angles``: 2α/(1+α²), (1−α)²/(1+α²)."""
-    a = act.slope
-    return 2.0 * a / (1.0 + a * a), (1.0 - a) ** 2 / (1.0 + a * a)
+def relu_weights(act) -> tuple[float, float]:
+    """(w_lin, w_relu) of eq. (2) of ``ntkcond.infinite.angles``: 2α/(1+α²), (1−α)²/(1+α²)
+    for the leaky family (the activation's ``linear_weight``, ``relu_weight``)."""
+    return act.linear_weight, act.relu_weight
 
 
-def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, out, xp):
-    """K (or T for unit rows) for every depth, ascending, in one pass (module docstring).
+def _chain_kernel(geometry: PairGeometry, plan: ChainPlan, depths, overwrite, out, xp, nngp):
+    """(L, K, N) for every depth, ascending, in one pass (module docstring).
 
-    Yields (L, K): with ``out`` K is ``out[L]``; else a new array (T itself for unit rows,
-    updated in place by the next step: copy it to keep it).
+    With ``out`` K is ``out[L]``; else a new array (G·T itself for unit rows and G = 1,
+    updated in place by the next step: copy it to keep it). N (``nngp``) is always new.
     """
+    layers = plan.layers
     last_only = layers == "last"
     member = (lambda i: True) if layers is None or last_only else (lambda i: i in layers)
     scale = geometry.scale() if xp is np else None
 
-    def emit(L, T):
-        if out is None:
-            return L, (T if scale is None else scale * T)
-        if scale is None:
-            np.copyto(out[L], T)
+    def scaled(L, T, buffer=None):
+        m, e = plan.gains[L]
+        if (m, e) == (0.5, 1):  # G = 1 (the norm-preserving net): nothing to multiply by
+            if scale is None:
+                return T if buffer is None else np.copyto(buffer, T) or buffer
+            factor = scale
         else:
-            np.multiply(scale, T, out=out[L])
-        return L, out[L]
+            with np.errstate(over="ignore", under="ignore"):
+                factor = np.ldexp(m if scale is None else scale * m, e)  # = scale·G exactly
+            _check_factor(factor, L)
+        return factor * T if buffer is None else np.multiply(factor, T, out=buffer)
+
+    def emit(L, T, c):
+        K = scaled(L, T, None if out is None else out[L])
+        N = None
+        if nngp:
+            unit = xp is np and scale is None and plan.gains[L] == (0.5, 1)
+            N = scaled(L, c.copy() if unit else c)
+        return L, K, N
 
     cos0 = geometry.cos
-    if act.is_linear:  # angles unchanged, ġ = 1: T = |S ∩ [0, L]|·cos θ₀
+    if plan.linear:  # angles unchanged, ġ = 1: T = |S ∩ [0, L]|·cos θ₀
         for L in depths:
             count = 1 if last_only else sum(1 for i in range(L + 1) if member(i))
-            yield emit(L, count * cos0)
+            yield emit(L, count * cos0, cos0)
         return
     ops = _InPlace if xp is np else _Pure(xp)
     call = ops.call
-    w_lin, w_relu = relu_weights(act)
-    beta = derivative_slope(act)
+    w_relu = [a.relu_weight / np.pi for a in plan.acts]
+    beta = [a.derivative_slope for a in plan.acts]
     t, c = (geometry.angle, cos0) if overwrite or xp is not np else (geometry.angle.copy(), cos0.copy())
     u, v = 1.0 - c, 1.0 + c
     exact, pi_side, delta = (), None, None
@@ -250,26 +283,25 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
     sn = xp.sqrt(u * v)  # sin θ
     first = member(0) or last_only
     T = (c.copy() if xp is np else c) if first else xp.zeros_like(c)
-    fix0 = None  # layer 0 at θ₀ = π − δ: (flat indices, ġ(θ₀), cos θ₁), without cancellation
-    if delta is not None:
+    fix0 = None  # layer 0 at θ₀ = π − δ: (flat indices, ġ(θ₀), cos θ₁, 1 ∓ cos θ₁), exact
+    if delta is not None and depths[-1] > 0:
         flat = np.ravel_multi_index(at_pi, t.shape) if t.ndim > 1 else at_pi[0]
         order = np.argsort(flat, kind="stable")
-        fix0 = (flat[order], (w_lin + beta * delta)[order],  # ġ(π − δ) = 1 − βπ + βδ
-                (w_relu * sin_minus_angle_cos(delta) / np.pi - w_lin * np.cos(delta))[order])
+        fix0 = (flat[order],) + tuple(a[order] for a in near_pi_step(plan.acts[0], delta))
     if 0 in depths:
-        yield emit(0, T)
+        yield emit(0, T, c)
 
     def layer(k, t, c, u, v, sn, T, g, s, fix):
         """One layer on (views of) the state; returns it (new arrays under jax)."""
         if not last_only:
-            g = call(ops.mul, t, -beta, out=g)
+            g = call(ops.mul, t, -beta[k], out=g)
             g = call(ops.add, g, 1.0, out=g)
             if fix is not None:
                 g[fix[0]] = fix[1]
             T = call(ops.mul, T, g, out=T)  # ġ(θ_k)·T
         s = call(ops.mul, t, c, out=s)
         s = call(ops.sub, sn, s, out=s)
-        s = call(ops.mul, s, w_relu / np.pi, out=s)  # s = w_relu (sin θ − θ cos θ)/π
+        s = call(ops.mul, s, w_relu[k], out=s)  # s = w_relu (sin θ − θ cos θ)/π
         c = call(ops.add, c, s, out=c)  # cos θ' = w_lin cos θ + w_relu κ₁(θ)
         if fix is not None:
             c[fix[0]] = fix[2]
@@ -277,6 +309,8 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
             u = call(ops.sub, u, s, out=u)
             u = call(ops.maximum, u, 0.0, out=u)  # 1 − cos θ' ≥ 0 (rounding)
             v = call(ops.add, v, s, out=v)
+            if fix is not None:  # 1 ∓ cos θ₁ of the pairs near π, without cancellation
+                u[fix[0]], v[fix[0]] = fix[3], fix[4]
             sn = call(ops.mul, u, v, out=sn)
             sn = call(ops.sqrt, sn, out=sn)  # sin θ'
             t = call(ops.atan2, sn, c, out=t)  # θ'
@@ -293,11 +327,11 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
         for k in range(depths[-1]):
             t, c, u, v, sn, T = layer(k, t, c, u, v, sn, T, None, None, None)
             if k + 1 in depths:
-                yield emit(k + 1, T)
+                yield emit(k + 1, T, c)
         return
     # NumPy: each layer over cache-sized chunks of the (contiguous) state, in place
     state = [np.ascontiguousarray(a) for a in (t, c, u, v, sn, T)]
-    T = state[5]
+    T, c = state[5], state[1]
     views = [a.reshape(-1) for a in state]
     size = views[0].size
     step = CHUNK_ENTRIES
@@ -312,10 +346,22 @@ def _bias_free_kernel(geometry: PairGeometry, act, depths, layers, overwrite, ou
                 if k == 0 and fix0 is not None:
                     lo, hi = np.searchsorted(fix0[0], [a, b])
                     if hi > lo:
-                        fix = (fix0[0][lo:hi] - a, fix0[1][lo:hi], fix0[2][lo:hi])
+                        fix = (fix0[0][lo:hi] - a,) + tuple(f[lo:hi] for f in fix0[1:])
                 layer(k, *(x[a:b] for x in views), g[:b - a], s[:b - a], fix)
         if k + 1 in depths:
-            yield emit(k + 1, T)
+            yield emit(k + 1, T, c)
+
+
+def _check_factor(factor, depth):
+    """``KernelRangeError`` where ‖x‖‖x′‖/d·G_L leaves float64's normal range (the kernel of
+    every pair is that times a number of order 1)."""
+    from ..network import KernelRangeError
+
+    f = np.abs(np.asarray(factor))
+    if not np.all(np.isfinite(f)) or np.min(f) < np.finfo(np.float64).tiny:
+        side = "above 1.8e308" if not np.all(np.isfinite(f)) else "below 2.2e-308"
+        raise KernelRangeError(f"the kernel at depth {depth} leaves float64's range ({side}: "
+                               "the weight variances' product times ‖x‖‖x′‖/d)")
 
 
 def one_minus_cos(angle, xp=np):
@@ -331,8 +377,8 @@ def angle_from(one_minus_cos, one_plus_cos, xp=np):
     return 2.0 * xp.arctan2(xp.sqrt(one_minus_cos), xp.sqrt(one_plus_cos))
 
 
-def layer_step(angle, cos, act: Activation, xp=np):
-    """One layer of eq. (2) of ``ntkcond.infinite.angles``:
+def layer_step(angle, cos, act, xp=np):
+    """One layer of eq. (2) of ``ntkcond.infinite.angles`` for a homogeneous activation:
     (θ, cos θ) ↦ (θ', cos θ', 1 − cos θ', 1 + cos θ'), the terms non-negative."""
     u, v = one_minus_cos(angle, xp), one_plus_cos(angle, xp)
     kappa1 = (xp.sin(angle) + (np.pi - angle) * cos) / np.pi
@@ -344,15 +390,35 @@ def layer_step(angle, cos, act: Activation, xp=np):
     return angle_from(u_new, v_new, xp), cos_new, u_new, v_new
 
 
-def derivative_slope(act: Activation) -> float:
+def near_pi_step(act, delta):
+    """The first layer at θ₀ = π − δ (δ ≥ 0 exact, from the data), without cancellation:
+    (ġ(θ₀), cos θ₁, 1 − cos θ₁, 1 + cos θ₁), with s = sin δ − δ cos δ (its series),
+    e = 1 − cos δ = 2 sin²(δ/2), w_lin + w_relu = 1 and A = 2 − w_relu = (1 + α)²/(1 + α²):
+
+        ġ(θ₀) = w_lin + βδ,                cos θ₁ = −w_lin cos δ + w_relu s/π,
+        1 − cos θ₁ = A − w_lin e − w_relu s/π,   1 + cos θ₁ = w_relu + w_lin e + w_relu s/π.
+
+    For α < 0 the pair maps near 0 (|z| maps x, −x to one point), where 1 − cos θ₁ ~ δ²
+    must not come from a difference of numbers near 2."""
+    w_lin, w_relu = relu_weights(act)
+    s = w_relu * sin_minus_angle_cos(delta) / np.pi
+    e = 2.0 * np.sin(0.5 * delta) ** 2
+    return (w_lin + act.derivative_slope * delta, s - w_lin * np.cos(delta),
+            np.maximum(act.antipodal_weight - w_lin * e - s, 0.0), w_relu + w_lin * e + s)
+
+
+def derivative_slope(act) -> float:
     """β of ġ(θ) = 1 − βθ, eq. (3) of ``ntkcond.infinite.angles``: (1 − α)²/(π(1 + α²))."""
-    a = act.slope
-    return (1.0 - a) ** 2 / (np.pi * (1.0 + a * a))
+    return act.derivative_slope
 
 
-def gradient_recursion(angle0, cos0, depths, act: Activation, layers=None, xp=np):
+def gradient_recursion(angle0, cos0, depths, acts, layers=None, xp=np, near_pi=None):
     """Eq. (4) of ``ntkcond.infinite.angles`` for every depth in ``depths`` (ascending), in one
     forward pass: the angle state of ``recursion`` (``angles=True``).
+
+    ``acts``: one homogeneous activation (every layer), or a sequence with the activation
+    after each hidden layer k = 0, 1, ….  ``near_pi``: (indices, δ) of the pairs at θ₀ = π − δ
+    with δ exact (NumPy): their first layer by ``near_pi_step``, without cancellation.
 
     Yields (depth, T, R, Z, count): with S = ``layers`` ∩ [0, depth] (all layers if None;
     S = {depth} at every depth if ``layers == "last"``),
@@ -360,15 +426,20 @@ def gradient_recursion(angle0, cos0, depths, act: Activation, layers=None, xp=np
       R = Σ_{i∈S} (1 − cos θ_i Π ġ) = count − T,
       Z = Σ_{i∈S} (1 + cos θ_i Π ġ) = count + T,
     with R and Z built from non-negative terms only:
-      R_{k+1} = s·(1 − cos θ_{k+1}) + count_k·βθ_k + ġ(θ_k)·R_k   (s = 1 if k+1 ∈ S)
-      Z_{k+1} = s·(1 + cos θ_{k+1}) + count_k·βθ_k + ġ(θ_k)·Z_k
-      T_{k+1} = s·cos θ_{k+1} + ġ(θ_k)·T_k.
+      R_{k+1} = s·(1 − cos θ_{k+1}) + count_k·β_kθ_k + ġ(θ_k)·R_k   (s = 1 if k+1 ∈ S)
+      Z_{k+1} = s·(1 + cos θ_{k+1}) + count_k·β_kθ_k + ġ(θ_k)·Z_k
+      T_{k+1} = s·cos θ_{k+1} + ġ(θ_k)·T_k,
+    and where ġ(θ_k) < 0 (slopes α < 0, θ_k > π/w_relu), with T_k = Z_k − count_k instead,
+      R_{k+1} = s·(1 − cos θ_{k+1}) + count_k·(1 + ġ(θ_k)) + |ġ(θ_k)|·Z_k,
+      Z_{k+1} = s·(1 + cos θ_{k+1}) + count_k·(1 + ġ(θ_k)) + |ġ(θ_k)|·R_k
+    (1 + ġ = 2 − βθ ≥ 0; at θ₀ = π − δ, (2 − w_relu) + βδ from the exact δ).
     Works on any numpy arrays (scalars for closed forms, n1 × n2 matrices for kernels), and on
     jax arrays under jit with ``xp=jax.numpy`` (``ntkcond.scale.sharded``). Kernels come from
     ``recursion`` (its T agrees with this T to a few eps absolute).
     """
     wanted = set(depths)
-    beta = derivative_slope(act)
+    top = max(depths)
+    acts = (acts,) * top if not isinstance(acts, (tuple, list)) else tuple(acts)
     last_only = layers == "last"  # S = {depth} for each depth of the sweep
     member = (lambda k: True) if layers is None or last_only else (lambda k: k in layers)
     angle, cos = angle0, cos0
@@ -377,24 +448,43 @@ def gradient_recursion(angle0, cos0, depths, act: Activation, layers=None, xp=np
     T, R, Z, count = s * cos, s * u, s * v, s
     if 0 in wanted:
         yield (0, cos, u, v, 1.0) if last_only else (0, T, R, Z, count)
-    for k in range(max(depths)):
-        gdot_gap = beta * angle  # 1 − ġ(θ_k) ≥ 0
+    for k in range(top):
+        act = acts[k]
+        gdot_gap = act.derivative_slope * angle  # 1 − ġ(θ_k) ≥ 0
         gdot = 1.0 - gdot_gap
+        negative = act.relu_weight > 1.0  # ġ < 0 is possible (θ > π/w_relu): slopes α < 0
+        if negative:
+            one_plus = 2.0 - gdot_gap  # 1 + ġ(θ_k) ≥ 0
         if act.is_linear:
             u_new, v_new = u, v
         else:
             angle, cos, u_new, v_new = layer_step(angle, cos, act, xp)
+            if k == 0 and near_pi is not None and near_pi[1].size:
+                at, delta = near_pi
+                _, c1, u1, v1 = near_pi_step(act, delta)
+                cos[at], u_new[at], v_new[at] = c1, u1, v1
+                angle[at] = angle_from(u1, v1)
+                if negative:  # 1 + ġ(π − δ) = (2 − w_relu) + βδ, not 2 − β(π − δ)
+                    one_plus = np.array(one_plus, dtype=np.float64)
+                    one_plus[at] = act.antipodal_weight + act.derivative_slope * delta
         s = 1.0 if member(k + 1) else 0.0
         T = s * cos + gdot * T
-        R = s * u_new + count * gdot_gap + gdot * R
-        Z = s * v_new + count * gdot_gap + gdot * Z
+        if negative:  # where ġ < 0: T_k = Z_k − count_k keeps every term non-negative
+            neg = gdot < 0
+            R, Z = (s * u_new + xp.where(neg, count * one_plus - gdot * Z, count * gdot_gap + gdot * R),
+                    s * v_new + xp.where(neg, count * one_plus - gdot * R, count * gdot_gap + gdot * Z))
+        else:
+            R = s * u_new + count * gdot_gap + gdot * R
+            Z = s * v_new + count * gdot_gap + gdot * Z
         count += s
+        u, v = u_new, v_new
         if k + 1 in wanted:
             yield (k + 1, cos, u_new, v_new, 1.0) if last_only else (k + 1, T, R, Z, count)
 
 
 def phi_from_angle(angle0, cos0, depth, act, layers):
-    """φ_L(θ₀) of eq. (4) of ``ntkcond.infinite.angles`` (all shapes), radians."""
+    """φ_L(θ₀) of eq. (4) of ``ntkcond.infinite.angles`` (all shapes), radians, for the
+    bias-free net of one homogeneous activation."""
     if act.is_linear:
         return np.array(angle0, dtype=np.float64, copy=True)
     _, _, R, Z, _ = next(gradient_recursion(angle0, cos0, [depth], act, set(layers)))

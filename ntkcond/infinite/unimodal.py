@@ -72,7 +72,7 @@ import threading
 import numpy as np
 
 from .._core.checks import sweep_layers
-from ..activations import parse_activation
+from ..activations import parse_angle_activation
 from .recursion import angle_from, derivative_slope, layer_step
 
 __all__ = ["Certificate", "certify", "enclose_recursion", "sign_pattern_certificate"]
@@ -276,7 +276,7 @@ def _proof(act, depth, layers) -> bool:
 def verification_cost(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS) -> int:
     """Pair-layers (``CELL_LAYER_COST`` per cell and layer) that ``certify`` would spend on the
     verified part for these depths: 0 when every depth is proved or already cached."""
-    act = parse_activation(activation, "verification_cost")
+    act = parse_angle_activation(activation, "verification_cost")
     depths, layers = sweep_layers(depths, trainable, "verification_cost")
     todo = [L for L in depths if not _proof(act, L, layers)]
     key = (act.slope, None if layers is None else tuple(sorted(layers)), cells)
@@ -307,7 +307,7 @@ def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS,
       tuple of ``Certificate``, depths ascending.
     """
     where = "certify"
-    act = parse_activation(activation, "certify")
+    act = parse_angle_activation(activation, "certify")
     depths, layers = sweep_layers(depths, trainable, where)
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
         raise ValueError(f"{where}: expected cells as an integer >= 1, got {cells!r}")

@@ -7,7 +7,7 @@ one data set. Every (activation, b_std) is its own ``cond_vs_depth`` run directo
 missing; ``activation_study`` then gathers their ``summary.csv`` rows into one table
 (``study.csv``, ``study.md``) and one figure (``study.png``).
 
-The nets (NTK parameterisation, all layers trained; ``ntkcond.infinite.family``):
+The nets (NTK parameterisation, all layers trained; ``ntkcond.network.mlp``):
 
 * leaky family (relu, abs, leaky:α), no biases: the norm-preserving net of
   ``ntkcond.infinite.kernels`` (w_std None: hidden layers √c, read-out 1, c = 2/(1 + α²)).
@@ -19,7 +19,7 @@ The nets (NTK parameterisation, all layers trained; ``ntkcond.infinite.family``)
   1.5² E[erf(z)²] = 1.05, GELU 0.96, tanh 0.89), s_b = b_std.
 
 ``study_w_std`` gives the rule. Every activation runs the same plan: tanh's dual (Mehler's
-series of ``ntkcond.infinite.mehler``, truncated per pair) costs about twice ReLU's closed form
+series of ``ntkcond.activations.mehler``, truncated per pair) costs about twice ReLU's closed form
 per sweep (``benchmarks/results/bench_infinite_sweep.md``), so no activation needs its depth
 or batch count capped.
 """
@@ -49,9 +49,9 @@ SMOOTH_W_STD = 1.5
 def study_w_std(activation, b_std: float):
     """The study's weight std: None (norm-preserving) for the leaky family without biases,
     √c = √(2/(1 + α²)) with biases, ``SMOOTH_W_STD`` for smooth activations."""
-    act = parse_activation(activation)
-    if act.is_leaky:
-        return None if b_std == 0 else math.sqrt(act.scale)
+    act = parse_activation(activation, "study_w_std")
+    if act.homogeneous:
+        return None if b_std == 0 else math.sqrt(act.norm_preserving_scale)
     return SMOOTH_W_STD
 
 
@@ -77,32 +77,29 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
                      depths=range(11), deep_depths=(15, 20, 30, 50, 70, 100),
                      activations=ACTIVATIONS, b_stds=B_STDS, widths=("inf", 512),
                      seeds: int = 5, finite_activations=None, seed: int = 0, resume: bool = True,
-                     progress: bool = True) -> StudyResult:
+                     overwrite: bool = False, progress: bool = True) -> StudyResult:
     """Run (or resume) the study on ``ds`` into ``out`` (module docstring).
 
     Args:
       depths: depths at every width; deep_depths: more depths at infinite width.
-      widths: "inf" and finite widths (finite nets with biases or smooth activations need
-        ``ntkcond.mlp`` with w_std/b_std; where this version lacks them only width inf runs,
-        and the table says so).
+      widths: "inf" and finite widths.
       finite_activations: the activations (names) also run at the finite widths, None for
         all (the finite sweep costs ~10x the infinite one on a CPU).
+      resume: continue the run directories already under ``out`` (default); overwrite:
+        discard them and start over.
     """
-    from .depth import finite_net_factory, net_options
+    from ..network import resolve_mlp
 
+    where = "activation_study"
+    nets = {(name, b_std): resolve_mlp(name, study_w_std(name, b_std), b_std, where=where)
+            for b_std in b_stds for name in activations}  # every net checked before any run
     rows = []
     os.makedirs(out, exist_ok=True)
     for b_std in b_stds:
         for name in activations:
-            act = parse_activation(name)
-            w_std = study_w_std(act, b_std)
-            opts = net_options(w_std, b_std, None, where="activation_study", activations=[act])
+            net = nets[(name, b_std)]
+            act, w_std = net.act, net.w_std
             finite = [w for w in widths if w != "inf"]
-            if finite and opts:
-                try:
-                    finite_net_factory(opts, "activation_study")
-                except ValueError:
-                    finite = []  # this ntkcond.mlp has no w_std/b_std: infinite width only
             if finite_activations is not None and act.name not in {
                     parse_activation(a).name for a in finite_activations}:
                 finite = []
@@ -115,11 +112,11 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
                 tag = "inf" if ws == ["inf"] else "w" + "-".join(str(w) for w in ws)
                 sweep = cond_vs_depth(
                     ds, out=os.path.join(out, f"{run_name(act.name, b_std)}_{tag}"), batch=batch,
-                    depths=ds_depths, activations=[act.name], widths=ws, seeds=seeds,
+                    depths=ds_depths, activations=[net], widths=ws, seeds=seeds,
                     seed=seed, max_batches=max_batches,
-                    resume=resume and os.path.exists(os.path.join(
+                    resume=resume and not overwrite and os.path.exists(os.path.join(
                         out, f"{run_name(act.name, b_std)}_{tag}", "config.json")),
-                    progress=progress, w_std=opts.get("w_std"), b_std=b_std)
+                    overwrite=overwrite, progress=progress)
                 for r in sweep.rows:
                     rows.append({"activation": act.name, "b_std": b_std,
                                  "w_std": "norm-preserving" if w_std is None else f"{w_std:.6g}",
@@ -299,7 +296,7 @@ tanh. The library call: ntkcond.runs.activation_study.activation_study.
 
 def build_parser(prog: str | None = None):
     """The flags of ``activation_study`` (``command_parser``: as the script when prog is None)."""
-    from .cli import add_data_arguments, command_parser, parse_width, positive_int
+    from .cli import add_data_arguments, add_run_arguments, command_parser, parse_width, positive_int
 
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p, split="test")
@@ -314,23 +311,21 @@ def build_parser(prog: str | None = None):
     p.add_argument("--seeds", type=positive_int, default=5, help="finite width: nets per depth")
     p.add_argument("--finite-activations", nargs="+", default=None,
                    help="activations also run at the finite widths (default: all)")
-    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
-    p.add_argument("--out", default=os.path.join("runs", NAME), help="study directory")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_run_arguments(p, NAME, resume=False)
     return p
 
 
 def _run_command(args):
     from .cli import load_data, parse_depths
 
-    ds = load_data(args, seed=args.seed)
+    ds = load_data(args)
     res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
                            depths=parse_depths(args.depths),
                            deep_depths=parse_depths(args.deep_depths),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),
                            widths=args.width, seeds=args.seeds, seed=args.seed,
                            finite_activations=args.finite_activations,
-                           progress=not args.no_progress)
+                           overwrite=args.overwrite, progress=not args.no_progress)
     with open(res.markdown, encoding="utf-8") as f:
         print(f.read())
     print(f"table: {os.path.abspath(res.csv)}\nfigure: {os.path.abspath(res.figure)}")

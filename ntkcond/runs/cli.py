@@ -8,8 +8,10 @@ prog=None)`` beside its library call; ``parser(prog, doc)`` (defaults shown in `
 ``--resume``, ``--overwrite``, ``--no-progress``); ``parse_depths`` (``0-10``, ``0,1,5``);
 ``parse_width``, ``positive_int`` and ``positive_float`` (argparse types of ``--width``,
 counts and tolerances);
-``add_net_arguments`` (``--w-std``, ``--b-std``, ``--residual``: the network) with
-``net_kwargs``; ``activation_name`` (the argparse type of ``--activations``);
+``add_network_arguments`` (``--depths``, ``--activations``, ``--w-std``, ``--b-std``,
+``--residual`` and, where asked, ``--trainable``: the nets) with ``nets_from_args`` (the
+network objects, built once here); ``activation_name`` (the argparse type of
+``--activations``);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
 errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
 ``runs.launcher.add_process_arguments`` where a script has them.
@@ -148,8 +150,7 @@ def _float_above(text: str, *, strict: bool) -> float:
 
 def activation_name(text: str) -> str:
     """argparse type of ``--activations``: the canonical name of an activation
-    (``ntkcond.activations.parse_activation``: relu, linear, abs, leaky:α with α in [-1, 1],
-    erf, gelu, sin, tanh, softplus, silu)."""
+    (``ntkcond.activations.parse_activation``; the names of ``activations_help()``)."""
     from ..activations import parse_activation
 
     try:
@@ -158,29 +159,62 @@ def activation_name(text: str) -> str:
         raise argparse.ArgumentTypeError(_one_line(err)) from None
 
 
-#: --activations help of every script.
-ACTIVATIONS_HELP = ("relu, linear, abs, leaky:A (slope A in [-1, 1]), erf, gelu, sin, tanh, "
-                    "softplus, silu (the smooth ones need --w-std)")
+def _std_type(nonzero: bool):
+    """argparse type of a std flag: a number in [1e-150, 1e150] (or 0 where allowed): its
+    square a normal float64 (``ntkcond.network.layers.MAX_STD``)."""
+    from ..network.layers import MAX_STD
+
+    def std(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if value == 0.0 and not nonzero:
+            return 0.0
+        if not (math.isfinite(value) and 1.0 / MAX_STD <= value <= MAX_STD):
+            low = "" if nonzero else "0 or "
+            raise argparse.ArgumentTypeError(f"expected {low}a number in [{1 / MAX_STD:g}, "
+                                             f"{MAX_STD:g}], got {text!r}")
+        return value
+
+    std.__name__ = "std" if nonzero else "std_or_zero"
+    return std
 
 
-def add_net_arguments(p: argparse.ArgumentParser) -> None:
-    """--w-std, --b-std, --residual: the network of ``ntkcond.infinite.family`` (NTK
-    parameterisation). The defaults are the norm-preserving bias-free net of Liu & Hui, so a
-    run without them is the run it always was."""
-    p.add_argument("--w-std", type=positive_float, default=None,
+def add_network_arguments(p: argparse.ArgumentParser, *, depths: str = "0-10",
+                          activations=("relu", "linear"), trainable: bool = False) -> None:
+    """The nets of a sweep, one flag group: --depths, --activations, --w-std, --b-std,
+    --residual (``ntkcond.network.mlp``; NTK parameterisation) and, with ``trainable``,
+    --trainable. The defaults are the norm-preserving bias-free nets of Liu & Hui, so a run
+    without them is the run it always was. ``nets_from_args`` builds the nets."""
+    from ..activations import activations_help
+
+    g = p.add_argument_group("network")
+    g.add_argument("--depths", default=depths, help="depths L (hidden layers), e.g. 0-10 or 0,1,5")
+    g.add_argument("--activations", nargs="+", type=activation_name, default=list(activations),
+                   help=activations_help() + " (those outside the leaky family need --w-std)")
+    g.add_argument("--w-std", type=_std_type(True), default=None,
                    help="weight std s_w of every layer (default: the norm-preserving "
                         "bias-free net: hidden layers sqrt(c), c = 2/(1+a^2), read-out 1; "
-                        "needed for smooth activations and with --b-std)")
-    p.add_argument("--b-std", type=nonnegative_float, default=0.0,
+                        "needed for activations outside the leaky family)")
+    g.add_argument("--b-std", type=_std_type(False), default=0.0,
                    help="bias std s_b of every layer (0: no biases)")
-    p.add_argument("--residual", type=positive_float, default=None,
+    g.add_argument("--residual", type=_std_type(True), default=None,
                    help="residual blocks z + beta*(layer) for layers 2..L with this beta "
                         "(default: a plain MLP)")
+    if trainable:
+        g.add_argument("--trainable", default="all", choices=["all", "first", "last"],
+                       help="which weights are trained: all layers, W1 only, or the read-out only")
 
 
-def net_kwargs(args) -> dict:
-    """{"w_std", "b_std", "residual"} of the flags of ``add_net_arguments``."""
-    return {"w_std": args.w_std, "b_std": args.b_std, "residual": args.residual}
+def nets_from_args(args) -> list:
+    """The nets of the flags of ``add_network_arguments``, built and checked once: one
+    ``ntkcond.network.MLPFamily`` per activation (``resolve_mlps``); errors name the flags."""
+    from ..network import resolve_mlps
+    from ..network.mlp import FLAGS
+
+    return resolve_mlps(args.activations, args.w_std, args.b_std, args.residual,
+                        where="--activations", names=FLAGS)
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -199,7 +233,7 @@ def parse_sizes(text: str) -> list[int]:
 
 def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> None:
     """--dataset, --split, --data-dir, --mean, --std, --preset, --normalize, --n, --dim (see
-    datasets.load).
+    datasets.load) and --seed (the shuffling and the gaussian set).
 
     ``split`` is the default split of the tensorflow-datasets names; digits, gaussian and an
     .npz path record their own single split unless --split is given.
@@ -223,10 +257,13 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
                    help="preprocessing: the set's (default), unit-norm rows, or none (raw values)")
     p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
     p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the batches' shuffling and of --dataset gaussian")
 
 
-def load_data(args, *, seed: int = 0) -> datasets.Dataset:
-    """``datasets.load`` with the flags of ``add_data_arguments``."""
+def load_data(args) -> datasets.Dataset:
+    """``datasets.load`` with the flags of ``add_data_arguments`` (``--seed`` included)."""
+    seed = args.seed
     split = args.split
     if split is None and args.dataset in datasets.TFDS_NAMES:
         split = getattr(args, "default_split", "train")

@@ -22,14 +22,12 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_count, as_int
 from .._core.io import atomic_savefig
-from ..activations import parse_activations
+from ..network import resolve_mlps
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
-from .depth import library_options, net_options
 from ..scale.processes import current_share
-from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
-                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
-                  parse_sizes, run_main)
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
+                  load_data, nets_from_args, parse_depths, parse_sizes, run_main)
 from .depth import check_nonzero_rows, check_spectrum_fields
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
@@ -67,7 +65,7 @@ def default_sizes(n_max: int) -> list[int]:
 def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10000,
                   depths=(1, 3, 10), activations=("relu", "linear"), angles: bool = True,
                   block: int = 1024, seed: int = 0, resume: bool = False, overwrite: bool = False,
-                  progress: bool = True, w_std=None, b_std=0.0, residual=None) -> BatchSweep:
+                  progress: bool = True, w_std=None, b_std=None, residual=None) -> BatchSweep:
     """Run (or resume) the batch-size sweep on ``ds`` into the run directory ``out``.
 
     Args:
@@ -75,17 +73,14 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
       depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``;
       angles: also stream the smallest gradient angle over all pairs; block: block size;
       seed: the shuffling seed of the nested order; resume, overwrite: ``runs.rundir``.
-      w_std, b_std, residual: the network (``runs.depth.net_options``); those set go into
-        config.json and every record.
+      w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
+        go into config.json and every record. ``activations`` may be the nets themselves
+        (``MLPFamily``).
     """
     where = "cond_vs_batch"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    acts = parse_activations(activations, where)
-    opts = net_options(w_std, b_std, residual, where=where, activations=acts)
-    if opts:
-        library_options(exact_conditioning, opts, where)
-        if angles:
-            library_options(streaming_smallest_angles, opts, where)
+    acts = resolve_mlps(activations, w_std, b_std, residual, where=where)
+    opts = acts[0].options()
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
     if sizes is not None:
@@ -100,7 +95,7 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
     seed = as_count(seed, "seed", where, minimum=0)
     order = np.random.default_rng(seed).permutation(n_all)
     config = {"dataset": ds.name, "split": ds.split, "d": d, "sizes": sizes, "depths": depths,
-              "activations": [a.name for a in acts], "width": "inf", "trainable": "all",
+              "activations": [a.act.name for a in acts], "width": "inf", "trainable": "all",
               "seed": seed, "nested": True, "angles": bool(angles), "block": block,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
     config.update(opts)  # only those set: runs of the default net keep their config.json
@@ -111,32 +106,34 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
                     where=where, outputs=OUTPUTS, validate=record_validator(config, n_all)) as run:
         resumed = len(run.records)
         for n in tqdm(sizes, desc=where, unit="size", disable=not (progress and share.is_root)):
-            todo = [a for a in acts if any(run.key({"n": n, "activation": a.name, "depth": L})
+            todo = [a for a in acts if any(run.key({"n": n, "activation": a.act.name, "depth": L})
                                            not in run.done for L in depths)]
             if not todo:
                 continue
             x = ds.x[order[:n]]
-            smallest = (streaming_smallest_angles(x, depths=depths, activations=todo, block=block,
-                                                  **opts) if angles else None)
+            smallest = (streaming_smallest_angles(x, depths=depths, activations=todo, block=block)
+                        if angles else None)
             for act in todo:
                 t0 = time.perf_counter()
-                # Linear, default net: κ is the same at every depth (K = (L+1)·XXᵀ/d); one
+                # Linear bias-free net: κ is the same at every depth (K = c_L·XXᵀ/d); one
                 # kernel serves all (not with biases: K = a_L·XXᵀ/d + b_L·11ᵀ).
-                same = act.is_linear and not opts
+                same = act.is_linear and act.plain
                 conds = exact_conditioning(x, depths=depths[:1] if same else depths,
-                                           activation=act, block=block, **opts)
+                                           activation=act, block=block)
                 seconds = time.perf_counter() - t0
                 for L in depths:
                     c = conds[depths[0]] if same else conds[L]
-                    rec = {"dataset": ds.name, "n": n, "d": d, "activation": act.name, "depth": L,
-                           "lambda_max": c.lambda_max, "lambda_min_nonzero": c.lambda_min_nonzero,
+                    # a linear net's kernel at depth L is c_L/c_L0 times the one computed
+                    ratio = (act.linear_factor(L) / act.linear_factor(depths[0])) if same else 1.0
+                    rec = {"dataset": ds.name, "n": n, "d": d, "activation": act.act.name, "depth": L,
+                           "lambda_max": ratio * c.lambda_max,
+                           "lambda_min_nonzero": ratio * c.lambda_min_nonzero,
                            "rank": c.rank, "kappa_eff": c.kappa_eff,
                            "kappa": c.kappa if math.isfinite(c.kappa) else None,
                            "precision_limited": c.precision_limited, "seconds": seconds, **opts}
                     if smallest is not None:
-                        r = smallest.get(act.name, L) if not opts else next(
-                            q for q in smallest.results if q.depth == L
-                            and q.activation.split(",")[0] == act.name)  # 'relu,w_std=…'
+                        r = next(q for q in smallest.results
+                                 if q.depth == L and q.activation == act.name)
                         rec.update(min_grad_angle_deg=r.degrees,
                                    min_grad_angle_pair=[int(order[r.pair[0]]), int(order[r.pair[1]])])
                     if run.key(rec) not in run.done:
@@ -264,23 +261,20 @@ def build_parser(prog: str | None = None):
     p.add_argument("--sizes", default=None,
                    help="batch sizes, e.g. 64,128,1000 (default: 64, 128, ... and the data-set size)")
     p.add_argument("--max-n", type=int, default=10000, help="cap on the default batch sizes")
-    p.add_argument("--depths", default="1,3,10", help="e.g. 1,3,10 or 0-10")
-    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
-                   help=ACTIVATIONS_HELP)
-    add_net_arguments(p)
+    add_network_arguments(p, depths="1,3,10")
     p.add_argument("--no-angles", action="store_true", help="skip the smallest-angle streaming")
     p.add_argument("--block", type=int, default=1024, help="block size")
-    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     add_run_arguments(p, NAME)
     add_process_arguments(p)
     return p
 
 
 def _run_command(args):
-    ds = load_data(args, seed=args.seed)
-    sweep = cond_vs_batch(ds, **net_kwargs(args), out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
-                          max_n=args.max_n, depths=parse_depths(args.depths),
-                          activations=args.activations, angles=not args.no_angles, block=args.block,
+    nets = nets_from_args(args)
+    depths = parse_depths(args.depths)
+    ds = load_data(args)
+    sweep = cond_vs_batch(ds, out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
+                          max_n=args.max_n, depths=depths, activations=nets, angles=not args.no_angles, block=args.block,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite,
                           progress=not args.no_progress)
     print(sweep.title)

@@ -30,15 +30,13 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_depth, as_int
 from .._core.io import atomic_savefig, atomic_write
-from ..activations import parse_activations
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
 from ..scale.processes import current_share
-from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
-                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
-                  parse_width, positive_int, run_main)
-from .depth import (check_nonzero_rows, check_spectrum_fields, finite_net_factory, iter_finite_batch,
-                    iter_infinite_batch, net_options)
+from ..network import resolve_mlps
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
+                  load_data, nets_from_args, parse_depths, parse_width, positive_int, run_main)
+from .depth import check_nonzero_rows, check_spectrum_fields, iter_finite_batch, iter_infinite_batch
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
@@ -89,14 +87,15 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
                   drop_last: bool = False, max_batches: int | None = None, resume: bool = False,
                   overwrite: bool = False, progress: bool = True,
-                  save_spectra: bool = False, w_std=None, b_std=0.0,
+                  save_spectra: bool = False, w_std=None, b_std=None,
                   residual=None) -> DepthSweep:
     """Run (or resume) the depth sweep on the batches of ``ds`` into the run directory ``out``.
 
     Args:
       ds: the data set (``datasets.load``); batches of ``batch`` rows (``datasets.batches``
         with ``seed``, ``in_order`` = no shuffling, ``drop_last``, ``max_batches``).
-      depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``.
+      depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``, or the
+        nets themselves (``ntkcond.network.MLPFamily``, as ``resolve_mlps`` builds them).
       widths: "inf" and/or finite widths m ≥ 1; finite widths use the nets of seeds
         0 … ``seeds`` − 1 (the same nets on every batch).
       trainable: "all", "first" or "last".
@@ -105,18 +104,17 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
       save_spectra: keep every kernel's eigenvalues (module docstring); part of the run's
         configuration (``"save_spectra": true`` in config.json), so a run resumes only with
         the same choice.
-      w_std, b_std, residual: the network (``runs.depth.net_options``: weight and bias stds,
-        residual scale); the defaults are the norm-preserving bias-free net. Those set are
-        part of the configuration (config.json) and of every record.
+      w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``: weight and
+        bias stds, residual scale); the defaults are the norm-preserving bias-free net. Those
+        set are part of the configuration (config.json) and of every record.
     """
     where = "cond_vs_depth"
     depths = sorted({as_depth(L, where) for L in depths})
-    # parsed once here (each activation once); the batches get the Activation objects
-    parsed = {act.name: act for act in parse_activations(activations, where)}
+    # the nets built once here (one per activation); the batches get the objects
+    parsed = {net.act.name: net for net in resolve_mlps(activations, w_std, b_std, residual,
+                                                         where=where)}
     acts = list(parsed)
-    opts = net_options(w_std, b_std, residual, where=where, activations=list(parsed.values()))
-    if opts and any(w != "inf" for w in widths):
-        finite_net_factory(opts, where)  # fails now, not after the infinite-width kernels
+    opts = next(iter(parsed.values())).options()
     widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
@@ -152,19 +150,19 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         spectra_dir = run.file("spectra")
         latest = []  # the eigenvalues of the kernel whose record comes next
         hook = latest.append if save_spectra else None
-        nets = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
+        weights = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
         def records_of(call):
             b, width, group_acts, group_seeds, missing = call
             index = index_batches[b]
             meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
             if width == "inf":
                 return iter_infinite_batch(ds.x[index], index, depths=missing,
-                                           activations=[parsed[a] for a in group_acts],
-                                           trainable=trainable, meta=meta, on_spectrum=hook, **opts)
+                                           nets=[parsed[a] for a in group_acts],
+                                           trainable=trainable, meta=meta, on_spectrum=hook)
             return iter_finite_batch(ds.x[index], index, depths=missing,
-                                     activations=[parsed[a] for a in group_acts], width=width,
+                                     nets=[parsed[a] for a in group_acts], width=width,
                                      seeds=group_seeds, trainable=trainable, meta=meta,
-                                     on_spectrum=hook, nets=nets, **opts)
+                                     on_spectrum=hook, weights=weights)
 
         def keep(rec, spectrum, bar):
             if save_spectra and share.is_root:  # the spectrum first: a record never lacks its file
@@ -528,17 +526,11 @@ def build_parser(prog: str | None = None):
     add_data_arguments(p)
     p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
     p.add_argument("--max-batches", type=positive_int, default=None, help="at most this many batches")
-    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
-    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
-                   help=ACTIVATIONS_HELP)
-    add_net_arguments(p)
+    add_network_arguments(p, trainable=True)
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
                    help="inf and/or finite widths, e.g. --width inf 512 2048")
     p.add_argument("--seeds", type=positive_int, default=5,
                    help="finite widths: number of random nets, seeds 0..S-1")
-    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
-                   help="which weights are trained: all layers, W1 only, or the read-out only")
-    p.add_argument("--seed", type=int, default=0, help="shuffling seed")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
     p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
     p.add_argument("--save-spectra", action="store_true",
@@ -549,9 +541,11 @@ def build_parser(prog: str | None = None):
 
 
 def _run_command(args):
-    ds = load_data(args, seed=args.seed)
-    sweep = cond_vs_depth(ds, **net_kwargs(args), out=args.out, batch=args.batch, depths=parse_depths(args.depths),
-                          activations=args.activations, widths=args.width, seeds=args.seeds,
+    nets = nets_from_args(args)
+    depths = parse_depths(args.depths)
+    ds = load_data(args)
+    sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=depths,
+                          activations=nets, widths=args.width, seeds=args.seeds,
                           trainable=args.trainable, seed=args.seed, in_order=args.in_order,
                           drop_last=args.drop_last, max_batches=args.max_batches,
                           resume=args.resume, overwrite=args.overwrite,

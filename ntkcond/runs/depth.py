@@ -8,19 +8,18 @@ and summarised by one record (a dict with the keys below, a contract other tools
   when the kernel is numerically singular: κ = ∞), precision_limited, min_grad_angle_deg,
   min_grad_angle_pair ([i, j] as indices into the data set), min_input_angle_deg, seconds.
 
-With a network other than the norm-preserving bias-free one (``net_options``: ``w_std``,
-``b_std``, ``residual`` of ``ntkcond.infinite.family``), every record also carries those of
-them that are set (``w_std``, ``b_std``, ``residual``); records of the default net do not, so
-they stay byte-for-byte what they were.
+The nets are network objects (``ntkcond.network.MLPFamily``, one per activation, built once
+by the caller: ``ntkcond.network.resolve_mlps``); with a net other than the norm-preserving
+bias-free one every record also carries the options that are set (``MLPFamily.options``:
+``w_std``, ``b_std``, ``residual``); records of the default net do not, so they stay
+byte-for-byte what they were.
 
 ``runs.cond_vs_depth`` runs these over the batches of a data set as a resumable run, and
 aggregates, tabulates and draws them.
 """
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 import time
 
 import numpy as np
@@ -28,9 +27,9 @@ import numpy as np
 from .._core.checks import as_count, resolve_trainable
 from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
-from ..activations import parse_activation
 from ..infinite.geometry import pair_geometry
-from ..infinite.kernels import DepthKernel, sweep_geometry
+from ..infinite.kernels import sweep_geometry
+from ..network import NET_KEYS, MLPFamily
 from ..spectrum import (
     ScaledKernel,
     argmin_upper,
@@ -44,11 +43,10 @@ from ..spectrum import (
 
 EPS64 = float(np.finfo(np.float64).eps)
 
-__all__ = ["RECORD_KEYS", "NET_KEYS", "net_options", "spectrum_record", "scaled_record",
+__all__ = ["RECORD_KEYS", "NET_KEYS", "spectrum_record", "scaled_record",
            "check_spectrum_fields", "check_nonzero_rows",
            "iter_infinite_batch", "iter_finite_batch", "measure_infinite_batch",
-           "measure_finite_batch", "infinite_sweep", "family_sweep", "finite_net_factory",
-           "library_options", "geometry_arrays"]
+           "measure_finite_batch", "finite_net"]
 
 RECORD_KEYS = (
     "dataset",
@@ -74,53 +72,14 @@ RECORD_KEYS = (
     "seconds",
 )
 
-#: Keys of the network options (``net_options``); in a record only when set.
-NET_KEYS = ("w_std", "b_std", "residual")
-
-
-def net_options(w_std=None, b_std=0.0, residual=None, *, where: str, activations=()) -> dict:
-    """The network options that differ from the norm-preserving bias-free net, checked.
-
-    Args:
-      w_std: weight std s_w > 0 of every layer (NTK parameterisation), or None for the
-        norm-preserving net (hidden layers √c, read-out 1; leaky family only).
-      b_std: bias std s_b ≥ 0 (0: no biases); needs ``w_std``.
-      residual: residual scale β > 0 of layers 2 … L (``ntkcond.infinite.family``), or None.
-      where: the caller's name for errors; activations: parsed activations to check against
-        (smooth ones need ``w_std``).
-
-    Returns:
-      {"w_std": …, "b_std": …, "residual": …} holding only the entries that are set (w_std
-      not None, b_std ≠ 0, residual not None) as floats: {} for the default net.
-
-    Raises:
-      ValueError: w_std ≤ 0, b_std < 0, residual ≤ 0, any of them not finite, b_std > 0 or a
-        smooth activation without w_std.
-    """
-    out = {}
-    for name, value, lowest, strict in (("w_std", w_std, 0.0, True), ("b_std", b_std, 0.0, False),
-                                        ("residual", residual, 0.0, True)):
-        if value is None:
-            if name == "b_std":
-                raise TypeError(f"{where}: expected b_std a number >= 0, got None")
-            continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{where}: expected {name} a real number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value) or (value <= lowest if strict else value < lowest):
-            raise ValueError(f"{where}: expected {name} {'>' if strict else '>='} 0 (finite), "
-                             f"got {value!r}")
-        if name != "b_std" or value != 0.0:
-            out[name] = value
-    if "w_std" not in out:
-        if "b_std" in out:
-            raise ValueError(f"{where}: expected w_std with b_std = {out['b_std']:g} > 0 (the "
-                             "norm-preserving default net has no biases), got w_std None")
-        smooth = [a.name for a in activations if not a.is_leaky]
-        if smooth:
-            raise ValueError(f"{where}: expected w_std for the activation {smooth[0]!r} (only the "
-                             "leaky family has a norm-preserving default), got w_std None")
-    return out
+def _nets(nets, where: str) -> list:
+    """The nets as the batch functions take them: ``MLPFamily`` objects (built and checked
+    once by the caller, ``ntkcond.network.resolve_mlps``), each once."""
+    nets = list(nets)
+    if not nets or not all(isinstance(n, MLPFamily) for n in nets):
+        raise TypeError(f"{where}: expected nets as a nonempty list of ntkcond.network.MLPFamily "
+                        f"(ntkcond.network.resolve_mlps), got {nets!r}")
+    return nets
 
 
 def check_nonzero_rows(ds, where: str) -> None:
@@ -213,48 +172,46 @@ def scaled_record(kernel: ScaledKernel, angles, index, where: str, *, on_spectru
     }
 
 
-def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None,
-                        on_spectrum=None, w_std=None, b_std=0.0, residual=None):
-    """Records for one batch at infinite width, every depth × activation, yielded as each
-    kernel is done (``measure_infinite_batch`` collects them in a list).
+def iter_infinite_batch(x, index, *, depths, nets, trainable="all", meta=None,
+                        on_spectrum=None):
+    """Records for one batch at infinite width, every depth × net, yielded as each kernel is
+    done (``measure_infinite_batch`` collects them in a list).
 
-    The Gram matrix, input angles and layer recursion are shared across depths
-    (``depth_sweep``); one float64 ``eigvalsh`` per kernel.
+    The Gram matrix, input angles and layer maps are shared across depths
+    (``ntkcond.infinite.kernels.sweep_geometry``) and the input geometry across nets; one
+    float64 ``eigvalsh`` per kernel.
 
     Args:
       x: (n, d) float64 batch; index: (n,) data-set indices of its rows.
-      depths: iterable of depths; activations: iterable of activation spellings.
+      depths: iterable of depths; nets: the nets (``MLPFamily``, one per activation).
       trainable: "all", "first" or "last".
       meta: keys copied into every record (dataset, split, batch_index, ...).
       on_spectrum: called with the (n,) ascending eigenvalues of each kernel just before its
         record is yielded (``spectrum_record``); no extra eigendecomposition.
-      w_std, b_std, residual: the network (``net_options``); the defaults are the
-        norm-preserving bias-free net of ``ntkcond.infinite.kernels``.
 
     Yields:
-      record dicts (``RECORD_KEYS``, and ``NET_KEYS`` that are set).
+      record dicts (``RECORD_KEYS``, and the ``NET_KEYS`` that are set).
     """
     where = "measure_infinite_batch"
     meta = dict(meta or {})
-    acts = [parse_activation(a) for a in activations]
-    opts = net_options(w_std, b_std, residual, where="measure_infinite_batch", activations=acts)
+    nets = _nets(nets, where)
     x = np.asarray(x, dtype=np.float64)
     if x.shape[0] < 2:
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
-    geometry = pair_geometry(x, None, where)  # shared by every depth and activation
-    min_input = math.degrees(argmin_upper(geometry_arrays(geometry)[0])[0])
-    for act in acts:
-        for item in infinite_sweep(geometry, depths, act, trainable, opts, where):
+    geometry = pair_geometry(x, None, where)  # shared by every depth and net
+    min_input = math.degrees(argmin_upper(geometry.angle)[0])
+    for net in nets:
+        for item in sweep_geometry(geometry, net, depths, trainable, where):
             rec = dict(meta)
             rec.update(
                 n=int(x.shape[0]),
                 depth=item.depth,
-                activation=act.name,
+                activation=net.act.name,
                 width="inf",
                 seed=None,
                 trainable=trainable,
-                **opts,
+                **net.options(),
             )
             # item.ntk: finite (check_scale) and exactly symmetric (pairs (i, j), i > j, computed
             # as (j, i)) by construction: not checked again
@@ -267,72 +224,24 @@ def iter_infinite_batch(x, index, *, depths, activations, trainable="all", meta=
             yield rec
 
 
-def measure_infinite_batch(x, index, *, depths, activations, trainable="all", meta=None,
-                           on_spectrum=None, w_std=None, b_std=0.0, residual=None) -> list[dict]:
+def measure_infinite_batch(x, index, *, depths, nets, trainable="all", meta=None,
+                           on_spectrum=None) -> list[dict]:
     """``list(iter_infinite_batch(...))``: the records of one batch at infinite width."""
-    return list(iter_infinite_batch(x, index, depths=depths, activations=activations,
-                                    trainable=trainable, meta=meta, on_spectrum=on_spectrum,
-                                    w_std=w_std, b_std=b_std, residual=residual))
+    return list(iter_infinite_batch(x, index, depths=depths, nets=nets, trainable=trainable,
+                                    meta=meta, on_spectrum=on_spectrum))
 
 
-def infinite_sweep(geometry, depths, act, trainable, opts: dict, where: str = "depth_sweep"):
-    """``DepthKernel`` per depth of the net ``opts`` (``net_options``) on a precomputed
-    ``pair_geometry(x, None)``: ``sweep_geometry`` itself for the default net ({}) and where it
-    takes the options, else ``family_sweep``."""
-    if not opts:
-        return sweep_geometry(geometry, depths, act, trainable, where)
-    if "w_std" in inspect.signature(sweep_geometry).parameters:
-        return sweep_geometry(geometry, depths, act, trainable, where, **opts)
-    return family_sweep(geometry, depths, act, trainable, **opts)
+def iter_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="all",
+                      meta=None, on_spectrum=None, weights=None, workers=None):
+    """Records for one batch at finite width, every net × seed × depth, yielded in that order
+    (``measure_finite_batch`` collects them in a list).
 
-
-def geometry_arrays(geometry):
-    """(θ₀, cos θ₀, ‖x‖‖x'‖/d, ‖x‖/√d of the rows) of ``pair_geometry(x, None)``, whether it
-    is the (θ₀, cos θ₀, scale) triple or a ``PairGeometry`` (angle, cos, norms, d)."""
-    if hasattr(geometry, "angle"):
-        scale = geometry.scale()
-        return geometry.angle, geometry.cos, scale, geometry.norms1 / math.sqrt(geometry.d)
-    angle, cos, scale = geometry
-    return angle, cos, scale, np.sqrt(np.diag(scale))
-
-
-def family_sweep(geometry, depths, act, trainable, w_std=None, b_std=0.0, residual=None):
-    """NTKs and gradient angles of ``ntkcond.infinite.family.family_recursion`` (weights,
-    biases, residual blocks) from ``pair_geometry``'s (θ₀, cos θ₀, ‖x‖‖x'‖/d), one pass for all
-    depths.
-
-    The recursion starts from x·x'/d = scale·cos θ₀, the rows' ‖x‖²/d (the diagonal of scale)
-    and the Euclidean gap ½‖x − x'‖²/d = ½(‖x‖ − ‖x'‖)²/d + 2·scale·sin²(θ₀/2), formed without
-    cancellation from the exact input angles; the angles are
-    φ = 2 atan2(√(1 − cos φ), √(1 + cos φ)) of ``family.gradient_angle_terms``.
-    """
-    from .._core.checks import sweep_layers
-    from ..infinite.recursion import angle_from
-    from ..infinite.family import Net, family_recursion, gradient_angle_terms
-
-    depths, layers = sweep_layers(depths, trainable, "depth_sweep")
-    angle, cos, scale, r = geometry_arrays(geometry)
-    r2 = r * r
-    gap0 = 0.5 * np.subtract.outer(r, r) ** 2 + 2.0 * scale * np.sin(0.5 * angle) ** 2
-    net = Net(act, w_std=w_std, b_std=b_std, residual=residual)
-    for out in family_recursion(scale * cos, r2[:, None], r2[None, :], gap0, depths, net, layers):
-        um, up = gradient_angle_terms(out["ntk_diag1"], out["ntk_diag2"], out["ntk"], out["ntk_gap"])
-        phi = angle_from(np.maximum(um, 0.0), up)
-        np.fill_diagonal(phi, 0.0)
-        yield DepthKernel(depth=out["depth"], ntk=out["ntk"], angles=phi)
-
-
-def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                      meta=None, on_spectrum=None, nets=None, workers=None, w_std=None,
-                      b_std=0.0, residual=None):
-    """Records for one batch at finite width, every activation × seed × depth, yielded in that
-    order (``measure_finite_batch`` collects them in a list).
-
-    Each kernel is the exact empirical NTK of ``ntkcond.mlp(depth, width, activation)`` with
+    Each kernel is the exact empirical NTK of the finite net of ``nets`` (``finite_net``:
+    ``ntkcond.mlp(depth, width, activation, **options)``) with
     weights from ``jax.random.PRNGKey(seed)`` (``MLP.init``; the same seed gives the same net on
     every batch and for every activation): on the CPU by ``ntkcond.finite.sweep.BatchNTK``,
     bit for bit the kernel of ``ntkcond.empirical_ntk`` run on the same BLAS thread count, at a
-    fraction of the cost (weights drawn once per (seed, depth) into ``nets``, the input Gram
+    fraction of the cost (weights drawn once per (seed, depth) into ``weights``, the input Gram
     once per batch, in-place elementwise passes, linear nets' identical gradient rows once),
     else (weights on an accelerator) by ``empirical_ntk`` in jax, one kernel at a time. Angles
     are read off the kernel (``pairwise_angles``), so they are resolved down to ~1e-8 rad only.
@@ -345,22 +254,22 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
 
     Args:
       x: (n, d) batch; index: (n,) data-set indices of its rows.
-      depths: iterable of depths; activations: iterable of activation spellings.
+      depths: iterable of depths; nets: the nets (``MLPFamily``, one per activation).
       width: hidden width m ≥ 1; seeds: iterable of int seeds.
       trainable: "all", "first" or "last".
       meta: keys copied into every record.
       on_spectrum: as in ``iter_infinite_batch``: called in the calling thread, in record
         order, just before each record is yielded (the kernels may run on worker threads).
-      nets: a ``ntkcond.finite.sweep.NetWeights`` shared across calls (e.g. the batches of a
-        run), so each net is drawn once; default a store for this call.
+      weights: a ``ntkcond.finite.sweep.NetWeights`` shared across calls (e.g. the batches of
+        a run), so each net is drawn once; default a store for this call.
       workers: threads (default the BLAS thread count, ``blas_threads``); 1 runs the kernels
         one after the other in the calling thread, BLAS threads untouched.
-      w_std, b_std, residual: the network (``net_options``), passed to ``ntkcond.mlp`` when set.
 
     Yields:
       record dicts (``RECORD_KEYS``), ``width`` an int and ``seed`` the seed; ``seconds`` is
       the wall time of that kernel's draw (0 when its weights were stored), kernel and record.
     """
+    from ..finite.models import GeneralMLP
     from ..finite.sweep import BatchNTK, NetWeights
 
     where = "measure_finite_batch"
@@ -372,22 +281,21 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
     depths = sorted(set(depths))
     for L in depths:  # checked here, not in BatchNTK.kernel on a worker thread
         resolve_trainable(trainable, L, where)
-    acts = [parse_activation(a) for a in activations]
-    opts = net_options(w_std, b_std, residual, where="measure_finite_batch", activations=acts)
-    make_net = finite_net_factory(opts, "measure_finite_batch")
+    nets = _nets(nets, where)
     # input_angles(x), its messages naming this function
     min_input = math.degrees(argmin_upper(pair_geometry(x, None, where, arrays=7).angle)[0])
-    nets = NetWeights() if nets is None else nets
+    weights = NetWeights() if weights is None else weights
     workers = (blas_threads() if workers is None
                else as_count(workers, "workers", "measure_finite_batch"))
     batch = BatchNTK(x)
     general = {}  # (seed, depth, width) -> weights of the nets with options (GeneralMLP)
 
-    def task(act, seed, depth):
+    def task(family, seed, depth):
         def prepare():
             start = time.perf_counter()
-            net = make_net(depth, width, act)
-            if opts:  # a GeneralMLP: weights and biases drawn once per (seed, depth)
+            net = finite_net(family, depth, width)
+            opts = family.options()
+            if isinstance(net, GeneralMLP):  # weights and biases drawn once per (seed, depth)
                 key = (seed, depth, width)
                 if key not in general:
                     import jax
@@ -396,16 +304,16 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
                                     net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=np.float64)]
                 params = general[key]
             else:
-                params, _ = nets.get(net, seed, x.shape[1])
+                params, _ = weights.get(net, seed, x.shape[1])
             drawn = time.perf_counter() - start
 
             def work():
                 start = time.perf_counter()
                 K, kernel = _finite_kernel(batch, net, params, trainable, where)
-                _check_alive(K, index, act, width, seed, depth, meta)
+                _check_alive(K, index, family.act, width, seed, depth, meta)
                 rec = dict(meta)
-                rec.update(n=int(x.shape[0]), depth=depth, activation=act.name, width=int(width),
-                           seed=seed, trainable=trainable, **opts)
+                rec.update(n=int(x.shape[0]), depth=depth, activation=family.act.name,
+                           width=int(width), seed=seed, trainable=trainable, **opts)
                 spectrum = []
                 rec.update(scaled_record(kernel, pairwise_angles_core(K, EPS64, where), index,
                                          where, on_spectrum=spectrum.append))
@@ -421,7 +329,7 @@ def iter_finite_batch(x, index, *, depths, activations, width: int, seeds, train
 
     if jax.default_backend() != "cpu":  # weights land on the accelerator: empirical_ntk there
         workers = 1
-    jobs = [(a, s, L) for a in acts for s in seeds for L in depths]
+    jobs = [(net, s, L) for net in nets for s in seeds for L in depths]
     group = len(depths)  # deepest first within each (activation, seed): no idle worker at its end
     order = [g + group - 1 - k for g in range(0, len(jobs), group) for k in range(group)]
     for rec, spectrum in ordered_map([task(*job) for job in jobs], workers, order):
@@ -444,29 +352,12 @@ def _check_alive(K, index, act, width, seed, depth, meta) -> None:
             "inactive, so gradient angles and kappa_eff are undefined; use a larger --width")
 
 
-def finite_net_factory(opts: dict, where: str):
-    """``(depth, width, act) -> ntkcond.mlp(depth, width, act, **opts)``; for a net with options
-    (``net_options``) a ValueError naming ``where`` right away if this ``ntkcond.mlp`` does
-    not take them."""
+def finite_net(family: MLPFamily, depth: int, width: int):
+    """The finite net of ``family`` at ``depth`` and ``width``: ``ntkcond.mlp(depth, width,
+    activation, **family.options())``."""
     from ..finite.models import mlp
 
-    if opts:
-        missing = [k for k in opts if k not in inspect.signature(mlp).parameters]
-        if missing:
-            raise ValueError(f"{where}: expected a finite-width net ntkcond.mlp with "
-                             f"{', '.join(missing)}, got a version without them; use width inf")
-    return lambda depth, width, act: mlp(depth, width, act, **opts)
-
-
-def library_options(fn, opts: dict, where: str) -> dict:
-    """``opts`` (``net_options``) if the library function ``fn`` takes them as keywords; a
-    ValueError naming ``where`` if it does not (this version's ``fn`` has the default net
-    only)."""
-    missing = [k for k in opts if k not in inspect.signature(fn).parameters]
-    if missing:
-        raise ValueError(f"{where}: expected ntkcond.{fn.__name__} with {', '.join(missing)}, got "
-                         "a version without them (only the norm-preserving bias-free net)")
-    return opts
+    return mlp(depth, width, family.act, **family.options())
 
 
 def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, ScaledKernel]:
@@ -493,11 +384,9 @@ def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, Sc
     return K, scale_trusted(K, where, symmetrise=True)
 
 
-def measure_finite_batch(x, index, *, depths, activations, width: int, seeds, trainable="all",
-                         meta=None, on_spectrum=None, nets=None, workers=None, w_std=None,
-                         b_std=0.0, residual=None) -> list[dict]:
+def measure_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="all",
+                         meta=None, on_spectrum=None, weights=None, workers=None) -> list[dict]:
     """``list(iter_finite_batch(...))``: the records of one batch at finite width."""
-    return list(iter_finite_batch(x, index, depths=depths, activations=activations, width=width,
-                                  seeds=seeds, trainable=trainable, meta=meta,
-                                  on_spectrum=on_spectrum, nets=nets, workers=workers,
-                                  w_std=w_std, b_std=b_std, residual=residual))
+    return list(iter_finite_batch(x, index, depths=depths, nets=nets, width=width, seeds=seeds,
+                                  trainable=trainable, meta=meta, on_spectrum=on_spectrum,
+                                  weights=weights, workers=workers))

@@ -18,12 +18,11 @@ import os
 
 from .. import datasets
 from .._core.io import atomic_write
-from ..activations import parse_activations
+from ..network import resolve_mlps
 from ..scale.streaming import streaming_smallest_angles
-from .depth import library_options, net_options
 from ..scale.processes import current_share
-from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
-                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
+                  load_data, nets_from_args, parse_depths,
                   run_main)
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
@@ -53,7 +52,7 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
               trainable: str = "all", limit: int | None = None, block: int = 1024,
               backend: str = "auto", devices: int | None = None, dtype: str = "float64",
               workers: int | None = None, resume: bool = False, overwrite: bool = False,
-              progress: bool = True, w_std=None, b_std=0.0, residual=None) -> MinAngleRun:
+              progress: bool = True, w_std=None, b_std=None, residual=None) -> MinAngleRun:
     """Run (or resume) the whole-set smallest-angle search on ``ds`` into ``out``.
 
     Args:
@@ -61,16 +60,15 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
       depths, activations, trainable: what to compute (``streaming_smallest_angles``).
       block, backend ("auto", "numpy", "jax"), devices, dtype, workers: how.
       resume, overwrite: the run-directory policy (``runs.rundir``).
-      w_std, b_std, residual: the network (``runs.depth.net_options``); those set go into
-        config.json and every record.
+      w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
+        go into config.json and every record. ``activations`` may be the nets themselves
+        (``MLPFamily``).
     """
     where = "min_angle"
     depths = sorted(set(depths))
-    parsed = parse_activations(activations, where)
-    acts = [a.name for a in parsed]
-    opts = net_options(w_std, b_std, residual, where=where, activations=parsed)
-    if opts:
-        library_options(streaming_smallest_angles, opts, where)
+    nets = resolve_mlps(activations, w_std, b_std, residual, where=where)
+    acts = [net.act.name for net in nets]
+    opts = nets[0].options()
     x = ds.x
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
@@ -101,14 +99,15 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
         if finished is not None:
             return finished
         res = streaming_smallest_angles(
-            x, depths=depths, activations=acts, trainable=trainable, block=block, backend=backend,
+            x, depths=depths, activations=nets, trainable=trainable, block=block, backend=backend,
             devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint,
-            progress=progress and share.is_root, **opts)
+            progress=progress and share.is_root)
 
         def write():  # process 0: the records and results
             # the stream names a net with options 'relu,w_std=1.5,b_std=0.1': the record keeps
             # the activation and the options apart
-            rows = [{"activation": r.activation.split(",")[0], "depth": r.depth, "angle_rad": r.angle,
+            act_of = {net.name: net.act.name for net in nets}
+            rows = [{"activation": act_of[r.activation], "depth": r.depth, "angle_rad": r.angle,
                      "angle_deg": r.degrees, "i": r.pair[0], "j": r.pair[1], **opts}
                      for r in res.results]
             for row in rows:
@@ -190,13 +189,7 @@ def build_parser(prog: str | None = None):
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p)
     p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
-    p.add_argument("--seed", type=int, default=0, help="gaussian: seed")
-    p.add_argument("--depths", default="0-10", help="e.g. 0-10 or 0,1,5")
-    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
-                   help=ACTIVATIONS_HELP)
-    add_net_arguments(p)
-    p.add_argument("--trainable", default="all", choices=["all", "first", "last"],
-                   help="which weights are trained: all layers, W1 only, or the read-out only")
+    add_network_arguments(p, trainable=True)
     p.add_argument("--block", type=int, default=1024, help="block size")
     p.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
     p.add_argument("--devices", type=int, default=None, help="jax: use the first N devices")
@@ -211,8 +204,10 @@ def build_parser(prog: str | None = None):
 def _run_command(args):
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: expected an integer >= 1, got {args.workers}")
-    ds = load_data(args, seed=args.seed)
-    res = min_angle(ds, **net_kwargs(args), out=args.out, depths=parse_depths(args.depths), activations=args.activations,
+    nets = nets_from_args(args)
+    depths = parse_depths(args.depths)
+    ds = load_data(args)
+    res = min_angle(ds, out=args.out, depths=depths, activations=nets,
                     trainable=args.trainable, limit=args.limit, block=args.block,
                     backend=args.backend, devices=args.devices, dtype=args.dtype,
                     workers=args.workers, resume=args.resume, overwrite=args.overwrite,

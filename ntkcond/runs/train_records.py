@@ -12,7 +12,6 @@ import time
 import numpy as np
 
 from .._core.x64 import x64
-from ..activations import parse_activation
 from ..optimization import ntk_gd_loss, steps_to_loss
 from ..spectrum import conditioning
 from .gradient_descent import train_to_loss
@@ -112,26 +111,16 @@ def _predicted_rel_loss(K, y, lr, steps, f0=None) -> float:
     return float(curve[-1] / curve[0])
 
 
-def infinite_record(x, y, *, depth: int, activation, rel_target: float, max_steps: int,
-                    meta=None, w_std=None, b_std=0.0, residual=None) -> dict:
-    """The width-"inf" record: the prediction of ``infinite_ntk`` (η = 1/λmax, f₀ = 0), of
-    the net ``w_std``, ``b_std``, ``residual`` (``runs.depth.net_options``; those set are in
-    the record)."""
+def infinite_record(x, y, *, depth: int, net, rel_target: float, max_steps: int,
+                    meta=None) -> dict:
+    """The width-"inf" record: the prediction of ``infinite_ntk`` (η = 1/λmax, f₀ = 0) of the
+    net ``net`` (``ntkcond.network.MLPFamily``; its options are in the record)."""
     from ..infinite.kernels import infinite_ntk
-    from .depth import infinite_sweep, net_options
 
     start = time.perf_counter()
-    act = parse_activation(activation, "infinite_record")
-    opts = net_options(w_std, b_std, residual, where="infinite_record", activations=[act])
-    if not opts:
-        K = infinite_ntk(x, depth=depth, activation=act)
-    else:
-        from ..infinite.geometry import pair_geometry
-
-        geometry = pair_geometry(np.asarray(x, np.float64), None, "infinite_record")
-        K = next(iter(infinite_sweep(geometry, [depth], act, "all", opts))).ntk
+    K = infinite_ntk(x, depth=depth, activation=net)
     rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
-               activation=act.name, width="inf", seed=None, **opts)
+               activation=net.act.name, width="inf", seed=None, **net.options())
     rec.update(_spectrum_fields(K, -y, rel_target))
     predicted = steps_to_loss(K, y, rel_target=rel_target)
     stop = max_steps if math.isinf(predicted) else min(predicted, max_steps)
@@ -144,27 +133,26 @@ def infinite_record(x, y, *, depth: int, activation, rel_target: float, max_step
     return rec
 
 
-def finite_record(x, y, *, depth: int, activation, width: int, seed: int, rel_target: float,
-                  max_steps: int, meta=None, w_std=None, b_std=0.0, residual=None) -> dict:
+def finite_record(x, y, *, depth: int, net, width: int, seed: int, rel_target: float,
+                  max_steps: int, meta=None) -> dict:
     """The record of one trained net (``runs.train_vs_depth``'s docstring): measured beside
-    predicted steps; ``w_std``, ``b_std``, ``residual`` as in ``infinite_record``."""
+    predicted steps; ``net`` as in ``infinite_record``."""
     import jax
     import jax.numpy as jnp
 
     from ..finite.empirical import empirical_ntk
-    from .depth import finite_net_factory, net_options
+    from .depth import finite_net
 
     start = time.perf_counter()
-    act = parse_activation(activation, "finite_record")
-    opts = net_options(w_std, b_std, residual, where="finite_record", activations=[act])
-    net = finite_net_factory(opts, "finite_record")(depth, width, act)
+    family, opts = net, net.options()
+    net = finite_net(family, depth, width)
     with x64():
         params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
         xj = jnp.asarray(x, jnp.float64)
         K0 = np.asarray(empirical_ntk(net, params, xj), np.float64)
         f0 = np.asarray(net.apply(params, xj), np.float64)
     rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
-               activation=act.name, width=int(width), seed=int(seed), **opts)
+               activation=family.act.name, width=int(width), seed=int(seed), **opts)
     if not np.any(K0):  # dead at init: every unit of some layer inactive on every input
         return dict(rec, **dead_net_fields(f0, y), seconds=time.perf_counter() - start)
     rec.update(_spectrum_fields(K0, f0 - y, rel_target))

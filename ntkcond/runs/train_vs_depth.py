@@ -60,12 +60,12 @@ import numpy as np
 from .. import datasets
 from .._core.checks import as_int, positive
 from .._core.io import atomic_savefig
-from ..activations import parse_activations
+from ..network import resolve_mlps
 from .gradient_descent import CHUNK, GDRun, train_to_loss
-from .cli import (ACTIVATIONS_HELP, activation_name, add_net_arguments, net_kwargs,
-                  add_data_arguments, add_run_arguments, command_parser, load_data, parse_depths,
-                  parse_width, positive_float, positive_int, run_main)
-from .depth import check_spectrum_fields, finite_net_factory, net_options
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
+                  load_data, nets_from_args, parse_depths, parse_width, positive_float,
+                  positive_int, run_main)
+from .depth import check_spectrum_fields
 from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 from .train_records import finite_record, infinite_record, make_targets, target_condition_number
@@ -111,7 +111,7 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
                    activations=("relu", "linear"), widths=("inf", 512), target: str = "lt5",
                    center: bool = True, rel_target: float = 1e-2, max_steps: int = 3000,
                    seed: int = 0, init_seed: int = 0, resume: bool = False,
-                   overwrite: bool = False, progress: bool = True, w_std=None, b_std=0.0,
+                   overwrite: bool = False, progress: bool = True, w_std=None, b_std=None,
                    residual=None) -> TrainSweep:
     """Run (or resume) the sweep of the module docstring on one batch of ``ds`` into ``out``.
 
@@ -123,22 +123,22 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
       target, center: ``make_targets``; rel_target: ε; max_steps: the cap on GD steps.
       seed: shuffling seed of the batch; init_seed: ``PRNGKey`` of every finite net.
       resume, overwrite: the run-directory policy (``runs.rundir``); progress: a tqdm bar.
-      w_std, b_std, residual: the network (``runs.depth.net_options``); those set go into
-        config.json and every record.
+      w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
+        go into config.json and every record. ``activations`` may be the nets themselves
+        (``MLPFamily``).
     """
     where = "train_vs_depth"
     t_start = time.perf_counter()
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
-    parsed = parse_activations(activations, where)
-    acts = [a.name for a in parsed]
-    opts = net_options(w_std, b_std, residual, where=where, activations=parsed)
+    nets = {net.act.name: net for net in resolve_mlps(activations, w_std, b_std, residual,
+                                                       where=where)}
+    acts = list(nets)
+    opts = next(iter(nets.values())).options()
     widths = [w if w == "inf" else as_int(w, "width", where, 1) for w in widths]
     if not widths or len(set(widths)) != len(widths):
         raise ValueError(f"{where}: expected one or more distinct widths ('inf' or integers "
                          f">= 1), got {widths}")
     widths = sorted(widths, key=_width_key)
-    if opts and any(w != "inf" for w in widths):
-        finite_net_factory(opts, where)  # fails now, not after the first records
     rel_target = positive(rel_target, "rel_target", where)
     max_steps = as_int(max_steps, "max_steps", where, 1)
     init_seed = as_int(init_seed, "init_seed", where, 0)
@@ -166,12 +166,11 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
                 if run.key({"depth": L, "activation": a, "width": w, "seed": s}) in run.done:
                     continue
                 if w == "inf":
-                    rec = infinite_record(x, y, depth=L, activation=a, rel_target=rel_target,
-                                          max_steps=max_steps, meta=meta, **opts)
+                    rec = infinite_record(x, y, depth=L, net=nets[a], rel_target=rel_target,
+                                          max_steps=max_steps, meta=meta)
                 else:
-                    rec = finite_record(x, y, depth=L, activation=a, width=w, seed=s,
-                                        rel_target=rel_target, max_steps=max_steps, meta=meta,
-                                        **opts)
+                    rec = finite_record(x, y, depth=L, net=nets[a], width=w, seed=s,
+                                        rel_target=rel_target, max_steps=max_steps, meta=meta)
                 run.append(rec)
                 bar.update(1)
         records = sorted(run.records, key=_order)
@@ -366,10 +365,7 @@ def build_parser(prog: str | None = None):
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p, split="test")
     p.add_argument("--batch", type=positive_int, default=256, help="batch size n (one batch)")
-    p.add_argument("--depths", default="1,2,3,5,10", help="e.g. 1,2,3,5,10 or 0-10")
-    p.add_argument("--activations", nargs="+", type=activation_name, default=["relu", "linear"],
-                   help=ACTIVATIONS_HELP)
-    add_net_arguments(p)
+    add_network_arguments(p, depths="1,2,3,5,10")
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512],
                    help="inf (prediction only) and/or finite widths of the trained nets")
     p.add_argument("--target", default="lt5", help="lt5, even or class:K (K = 0..9)")
@@ -378,16 +374,17 @@ def build_parser(prog: str | None = None):
                    help="stop at loss <= this fraction of the initial loss")
     p.add_argument("--max-steps", type=positive_int, default=3000,
                    help="cap on gradient-descent steps per net (then 'not reached')")
-    p.add_argument("--seed", type=int, default=0, help="shuffling seed (which batch)")
     p.add_argument("--init-seed", type=int, default=0, help="PRNGKey of the nets' weights")
     add_run_arguments(p, NAME)
     return p
 
 
 def _run_command(args):
-    ds = load_data(args, seed=args.seed)
-    sweep = train_vs_depth(ds, **net_kwargs(args), out=args.out, n=args.batch, depths=parse_depths(args.depths),
-                           activations=args.activations, widths=args.width, target=args.target,
+    nets = nets_from_args(args)
+    depths = parse_depths(args.depths)
+    ds = load_data(args)
+    sweep = train_vs_depth(ds, out=args.out, n=args.batch, depths=depths,
+                           activations=nets, widths=args.width, target=args.target,
                            center=not args.no_center, rel_target=args.rel_target,
                            max_steps=args.max_steps, seed=args.seed, init_seed=args.init_seed,
                            resume=args.resume, overwrite=args.overwrite,

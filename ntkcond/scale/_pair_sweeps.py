@@ -51,7 +51,7 @@ def _fingerprint(xh, block, plan: AnglePlan, trainable, dtype) -> dict:
         "d": int(xh.shape[1]),
         "block": block,
         "depths": plan.depths,
-        "activations": [a.name for a in plan.activations],
+        "activations": [net.name for net in plan.nets],
         "trainable": trainable if isinstance(trainable, str) else sorted(int(i) for i in trainable),
         "dtype": dtype,
         "data_sha256": hashlib.sha256(np.ascontiguousarray(xh).tobytes()).hexdigest(),
@@ -203,7 +203,7 @@ def _load_checkpoint(path, fingerprint, where, xh=None, x=None, plan=None, block
     if plan is None:
         keys = None
     else:
-        keys = ({_key_str(INPUT)} | {_key_str((a.name, L)) for a in plan.nonlinear
+        keys = ({_key_str(INPUT)} | {_key_str((net.name, L)) for net in plan.nonlinear
                                      for L in plan.depths}) if nrb > 0 else set()
     if keys is not None and set(raw) != keys:
         _bad(where, path, "best", f"minima for exactly {sorted(keys)}", sorted(raw))
@@ -244,8 +244,8 @@ def _merge_extreme_states(states: list) -> dict:
 def recursion_fallback(xh, x, plan, targets, trainable, workers, checkpoint, options):
     """The recursion over all pairs for the (activation, depth) targets not certified."""
     names = list(dict.fromkeys(name for name, _ in targets))
-    acts = [a for a in plan.activations if a.name in names]
-    sub = AnglePlan(sorted({L for _, L in targets}), acts, trainable, options["where"])
+    nets = [net for net in plan.nets if net.name in names]
+    sub = AnglePlan(sorted({L for _, L in targets}), nets, trainable, options["where"])
     sub.norms, sub.d = plan.norms, plan.d
     path = None if checkpoint is None else checkpoint + ".recursion"
     best, _, _, _ = recursion_route(xh, sub, trainable, workers=workers, checkpoint=path, x=x,

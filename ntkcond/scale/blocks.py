@@ -13,36 +13,34 @@ import math
 import numpy as np
 
 from .._core.checks import sweep_layers
-from ..activations import Net, parse_activation
+from ..infinite.engine import sweep
 from ..infinite.geometry import block_geometry
-from ..infinite.recursion import PairGeometry, angle_from, recursion
+from ..infinite.recursion import PairGeometry, angle_from
 
-#: The key of the input angle θ₀ among the targets (the others are (activation, depth)).
+#: The key of the input angle θ₀ among the targets (the others are (net name, depth)).
 INPUT = "input"
 
 
 class AnglePlan:
-    """What to compute per block: the targets (activation, depth) and the recursion settings."""
+    """What to compute per block: the targets (net, depth) and the sweep settings.
 
-    def __init__(self, depths, activations, trainable, where, family=None):
-        from ..activations import Net, resolve_net
+    ``nets``: the nets (``ntkcond.network.MLPFamily``, built once by the caller), each once.
+    """
 
-        acts = []
-        for a in activations:
-            act = a if isinstance(a, Net) else parse_activation(a)
-            if family is not None and not isinstance(act, Net):
-                act = resolve_net(act, *family, where) or act
-            if act.name not in [b.name for b in acts]:
-                acts.append(act)
-        #: general nets (``ntkcond.activations.Net``) need the rows' norms: ``norms``, ``d``
-        self.nets = any(isinstance(a, Net) for a in acts)
-        self.norms, self.d = None, 1
-        if not acts:
+    def __init__(self, depths, nets, trainable, where):
+        unique = []
+        for net in nets:
+            if net.name not in [b.name for b in unique]:
+                unique.append(net)
+        if not unique:
             raise ValueError(f"{where}: expected at least one activation, got none")
+        #: nets with biases depend on the norms: the blocks then carry ``norms``, ``d``
+        self.needs_norms = any(not net.homogeneous for net in unique)
+        self.norms, self.d = None, 1
         self.depths, self.layers = sweep_layers(depths, trainable, where)
-        self.activations = acts
-        self.nonlinear = [a for a in acts if not a.is_linear]
-        self.targets = [INPUT] + [(a.name, L) for a in self.nonlinear for L in self.depths]
+        self.nets = unique
+        self.nonlinear = [net for net in unique if not (net.is_linear and net.plain)]
+        self.targets = [INPUT] + [(net.name, L) for net in self.nonlinear for L in self.depths]
 
 
 def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan, geometry=None) -> dict:
@@ -61,15 +59,14 @@ def block_candidates(angle, cos, valid, r0, c0, plan: AnglePlan, geometry=None) 
     if math.isfinite(masked.flat[k]):
         out[INPUT] = (float(angle.flat[k]), i, j)
     unit = PairGeometry(angle, cos)
-    for act in plan.nonlinear:
-        g = geometry if isinstance(act, Net) else unit
-        for L, _, R, Z in recursion(g, act, plan.depths, plan.layers, kernel=False,
-                                    angles=True):
+    for net in plan.nonlinear:
+        g = unit if net.homogeneous else geometry
+        for L, _, R, Z in sweep(g, net, plan.depths, plan.layers, kernel=False, angles=True):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(valid, R / Z, np.inf)  # tan²(φ/2), increasing in φ
             k, i, j = argmin(ratio)
             if ratio.flat[k] < np.inf:
-                out[(act.name, L)] = (float(angle_from(R.flat[k], Z.flat[k])), i, j)
+                out[(net.name, L)] = (float(angle_from(R.flat[k], Z.flat[k])), i, j)
     return out
 
 
@@ -83,7 +80,7 @@ def numpy_angle_block(xh, r0, r1, c0, c1, plan: AnglePlan, x=None) -> dict:
                        norms2=plan.norms, d=plan.d)
     angle, cos = g.angle, g.cos
     valid = (np.arange(r0, r1)[:, None] < np.arange(c0, c1)[None, :])
-    return block_candidates(angle, cos, valid, r0, c0, plan, g if plan.nets else None)
+    return block_candidates(angle, cos, valid, r0, c0, plan, g if plan.needs_norms else None)
 
 
 def merge_candidates(best: dict, cand: dict) -> None:
@@ -93,9 +90,9 @@ def merge_candidates(best: dict, cand: dict) -> None:
             best[key] = item
 
 
-def numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, act, depths, layers, x=None):
+def numpy_kernel_blocks(xh, norms, d, r0, r1, c0, c1, net, depths, layers, x=None):
     """{L: K[r0:r1, c0:c1]} for every depth, as ``infinite_ntk`` computes each entry
     (``x``: the rows xh was normalised from, as in ``numpy_angle_block``)."""
     geometry = block_geometry(xh, xh, r0, r1, c0, c1, symmetric=True, x1=x, norms1=norms,
                               norms2=norms, d=d)
-    return {L: K for L, K, _, _ in recursion(geometry, act, depths, layers, overwrite=True)}
+    return {L: K for L, K, _, _ in sweep(geometry, net, depths, layers, overwrite=True)}

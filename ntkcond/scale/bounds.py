@@ -80,7 +80,7 @@ import numpy as np
 
 from .._core.checks import as_block, as_data, as_depth, resolve_trainable
 from .._core.threads import cpu_count, single_threaded_blas
-from ..activations import parse_activation
+from ..activations import parse_angle_activation
 from ..infinite.extremes import ExtremeSearch, extreme_pairs, norm_excess
 from ..infinite.geometry import normalised_rows
 from ..infinite.kernels import infinite_ntk
@@ -303,7 +303,7 @@ def _checked(x, depth, activation, trainable, order, block, where):
     x = as_data(x, where, "x")
     if x.shape[0] < 2:
         raise ValueError(f"{where}: expected n >= 2 rows, got shape {x.shape}")
-    act = parse_activation(activation)
+    act = parse_angle_activation(activation, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
     order = DEFAULT_ORDER if order is None else as_depth(order, where, "order", maximum=MAX_ORDER)
@@ -461,7 +461,7 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     start = time.perf_counter()
     x, act, depth, layers, order, block = _checked(x, depth, activation, trainable, order, block, where)
     n = x.shape[0]
-    if getattr(act, "is_linear", False) or depth == 0:
+    if act.is_linear or depth == 0:
         return _linear_bounds(x, layers, depth, start)
     series, D, scan, t_series = _prepare(x, layers, order, block, act, depth, trainable)
     grid = scan.grid

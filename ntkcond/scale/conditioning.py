@@ -27,7 +27,6 @@ import numpy as np
 
 from .._core.checks import as_data
 from .._core.memory import as_memory_limit, check_memory
-from ..activations import Net
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
 from .processes import current_share, exchange_tiles
@@ -93,14 +92,14 @@ def blockwise_ntk(
 
 
 def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, memory_limit,
-                   workers, where, family=(None, None, None)):
+                   workers, where, options=(None, None, None)):
     """``blockwise_ntk`` with the caller's name in its errors."""
     memory_limit = as_memory_limit(memory_limit, where)
-    x, xh, norms, d, act, depths, layers, block = prepare(x, depths, activation, trainable, block,
-                                                          where, *family)
-    if backend == "jax" and isinstance(act, Net):
-        raise ValueError(f"{where}: w_std/b_std/residual run on backend 'numpy' only, got "
-                         "backend 'jax'")
+    x, xh, norms, d, net, depths, layers, block = prepare(x, depths, activation, trainable, block,
+                                                          where, *options)
+    if backend == "jax" and not net.angle_chain:
+        raise ValueError(f"{where}: nets with biases, residual blocks or activations outside the "
+                         "leaky family run on backend 'numpy' only, got backend 'jax'")
     n = xh.shape[0]
     check_memory(8 * n * n * len(depths), f"{len(depths)} float64 kernel(s) of {n} x {n}",
                   memory_limit, where)
@@ -124,12 +123,12 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
     if backend == "jax":
         from .sharded import ShardedKernelBlocks
 
-        rows = ShardedKernelBlocks(xh, norms, d, block, act, depths, layers, devices, where, x).row
+        rows = ShardedKernelBlocks(xh, norms, d, block, net, depths, layers, devices, where, x).row
         for r0 in range(0, n, block):
             for c0, c1, blocks in rows(r0, min(n, r0 + block)):
                 place_own(None, r0, min(n, r0 + block), c0, c1, blocks)
     else:
-        Tiles(xh, norms, d, act, depths, layers, block, resolve_workers(workers, where), x=x,
+        Tiles(xh, norms, d, net, depths, layers, block, resolve_workers(workers, where), x=x,
               share=share).run(place_own)
     exchange_tiles(share, mine, place)
     return out

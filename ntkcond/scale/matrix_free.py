@@ -144,10 +144,10 @@ class KernelOperator:
     """K·V for the infinite-width NTK without storing K: one pass over the tiles per product
     (tiles within ``cache_bytes`` kept after the first pass: ``Tiles``)."""
 
-    def __init__(self, xh, norms, d, act, depth, layers, block, workers, cache_bytes: int = 0,
+    def __init__(self, xh, norms, d, net, depth, layers, block, workers, cache_bytes: int = 0,
                  x=None, share: Share = Share()):
         # across processes (``scale.processes``): this process's tiles; products summed
-        self.tiles = Tiles(xh, norms, d, act, [depth], layers, block, workers, cache_bytes, x,
+        self.tiles = Tiles(xh, norms, d, net, [depth], layers, block, workers, cache_bytes, x,
                            share=share)
         self.share = share
         self.cache_bytes = sum(share.allgather(self.tiles.cache_bytes))  # all processes'
@@ -187,7 +187,7 @@ def _all_tiles(n, b):
     return [(r0, min(n, r0 + b), c0, min(n, c0 + b)) for r0 in range(0, n, b) for c0 in range(r0, n, b)]
 
 
-def known_null_space(xh, norms, d, act, layers, depth, cutoff_floor, rng):
+def known_null_space(xh, norms, d, net, layers, depth, cutoff_floor, rng):
     """Orthonormal null vectors of K known from x: rows with the same direction up to
     rounding give kernel rows in proportion (K(x, ·) = ‖x‖·h(x/‖x‖)), so e_i/‖x_i‖ − e_j/‖x_j‖
     is null.
@@ -207,7 +207,7 @@ def known_null_space(xh, norms, d, act, layers, depth, cutoff_floor, rng):
     for t in close:
         i, j = int(order[t]), int(order[t + 1])
         rows = np.array([i, j])
-        K = kernel_tile(xh[rows], norms[rows], d, 0, 2, 0, 2, act, [depth], layers)[depth]
+        K = kernel_tile(xh[rows], norms[rows], d, 0, 2, 0, 2, net, [depth], layers)[depth]
         v = np.array([1.0 / norms[i], -1.0 / norms[j]])
         if (v @ K @ v) / (v @ v) <= cutoff_floor:
             full = np.zeros(n)
@@ -288,7 +288,7 @@ def matrix_free_conditioning(
         about a third of the time). Default None: up to half the memory available at the
         call, less the solver's own n × (r + 8k) arrays; 0: none, memory O(n·(b + r + k))
         only. The result reports ``cache_bytes`` and ``cached_fraction``.
-      w_std, b_std, residual: the general net of ``infinite_ntk`` (``ntkcond.infinite.family``).
+      w_std, b_std, residual: the general net of ``infinite_ntk`` (``ntkcond.network.mlp``).
 
     Returns:
       ``MatrixFreeConditioning``.
@@ -300,7 +300,7 @@ def matrix_free_conditioning(
     """
     where = "matrix_free_conditioning"
     start = time.perf_counter()
-    x, xh, norms, d, act, depths, layers, block = prepare(x, [depth], activation, trainable, block,
+    x, xh, norms, d, net, depths, layers, block = prepare(x, [depth], activation, trainable, block,
                                                           where, w_std, b_std, residual)
     n = xh.shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
@@ -310,8 +310,9 @@ def matrix_free_conditioning(
     max_deflations = as_count(max_deflations, "max_deflations", where, 0)
     seed = as_count(seed, "seed", where, 0)
     null_space = _as_null_space(null_space, n, where)
-    if act.is_linear:
-        return _linear_feature_space(xh, norms, d, depths[0], layers, rtol, atol, start)
+    if net.is_linear and net.plain:
+        c = net.linear_factor(depths[0], layers)
+        return _linear_feature_space(xh, norms, d, c, rtol, atol, start)
     if n < 4:
         raise ValueError(f"{where}: expected n >= 4 rows for the iterative route (a LOBPCG block "
                          f"of k >= 1 vectors needs k < n/2), got n = {n}; use "
@@ -330,12 +331,12 @@ def matrix_free_conditioning(
         cache = max(0, available_memory() // (2 * local_process_count(share))
                     - 8 * n * (3 * rank + 8 * k + 4 * top))
     cache = as_int(cache, "cache", where, 0)
-    op = KernelOperator(xh, norms, d, act, depths[0], layers, block, workers, cache, x, share)
+    op = KernelOperator(xh, norms, d, net, depths[0], layers, block, workers, cache, x, share)
     # BLAS at one thread throughout when the tiles run on threads; the dense algebra between
     # passes runs on the same threads by row slices (``RowSplit``): a multi-threaded BLAS
     # would leave its threads spinning into the next pass.
     with (single_threaded_blas() if workers > 1 else contextlib.nullcontext()), RowSplit(workers) as rs:
-        return _solve(op, xh, norms, (d, act, layers, depths[0]), k, rank, power, top, rtol, atol,
+        return _solve(op, xh, norms, (d, net, layers, depths[0]), k, rank, power, top, rtol, atol,
                       lanczos_tol, lobpcg_tol, maxiter, null_space, max_deflations, seed, start,
                       where, rs)
 
@@ -390,10 +391,10 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
     """The solver of ``matrix_free_conditioning`` (steps 1–4 of the module docstring)."""
     n = xh.shape[0]
     rng = np.random.default_rng(seed)
-    d, act, layers, depth = net  # the kernel's: K_ii = T(0)‖x_i‖²/d ≤ λ_max
-    diag = kernel_tile(xh[:1], np.ones(1), 1, 0, 1, 0, 1, act, [depth], layers)[depth][0, 0]
+    d, family, layers, depth = net  # the kernel's: K_ii = G·T(0)‖x_i‖²/d ≤ λ_max
+    diag = kernel_tile(xh[:1], np.ones(1), 1, 0, 1, 0, 1, family, [depth], layers)[depth][0, 0]
     floor = max(atol, rtol * float(diag) * float(np.max(norms)) ** 2 / d)
-    Y = known_null_space(xh, norms, d, act, layers, depth, floor, rng)
+    Y = known_null_space(xh, norms, d, family, layers, depth, floor, rng)
     if null_space is not None and null_space.shape[1]:
         extra = orthonormal(null_space, rs=rs)
         diag_max = float(diag) * float(np.max(norms)) ** 2 / d
@@ -481,11 +482,11 @@ def _solve(op, xh, norms, net, k, rank, power, top, rtol, atol, lanczos_tol, lob
     )
 
 
-def _linear_feature_space(xh, norms, d, depth, layers, rtol, atol, start):
-    """Linear nets: K = c·XXᵀ/d with c = |S| (1 on 'last'); eigenvalues of c·XᵀX/d, exact."""
+def _linear_feature_space(xh, norms, d, c, rtol, atol, start):
+    """Bias-free linear nets: K = c·XXᵀ/d (``MLPFamily.linear_factor``: c = |S| for the
+    norm-preserving net, 1 on 'last'); eigenvalues of c·XᵀX/d, exact."""
     X = xh * norms[:, None]
-    count = 1 if layers == "last" else (depth + 1 if layers is None else len([i for i in layers if i <= depth]))
-    w = np.linalg.eigvalsh(count * (X.T @ X) / d)
+    w = np.linalg.eigvalsh(c * (X.T @ X) / d)
     lam_max = float(w[-1])
     cutoff = max(atol, rtol * lam_max)
     above = w[w > cutoff]

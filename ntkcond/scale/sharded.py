@@ -31,7 +31,8 @@ import numpy as np
 
 from .._core.x64 import x64
 from ..infinite.geometry import REFINE_WITHIN, pair_list_geometry
-from ..infinite.recursion import PairGeometry, angle_from, recursion
+from ..infinite.engine import sweep
+from ..infinite.recursion import PairGeometry, angle_from
 from .blocks import INPUT, merge_candidates, numpy_angle_block, numpy_kernel_blocks
 from .processes import current_share
 
@@ -177,10 +178,10 @@ def _merge_refined(cand, xh, rows, cols, plan, x=None):
         return float(values[k]), int(rows[k]), int(cols[k])
 
     found = {INPUT: best_of(geometry.angle)}
-    for act in plan.nonlinear:
-        for L, _, R, Z in recursion(geometry, act, plan.depths, plan.layers, kernel=False,
-                                    angles=True):
-            found[(act.name, L)] = best_of(angle_from(R, Z))
+    for net in plan.nonlinear:
+        for L, _, R, Z in sweep(geometry, net, plan.depths, plan.layers, kernel=False,
+                                angles=True):
+            found[(net.name, L)] = best_of(angle_from(R, Z))
     merge_candidates(cand, found)
 
 
@@ -209,9 +210,9 @@ def _device_block(xr, xc, r0, c0, *, n, plan):
 
     pick(angle, angle, angle)
     geometry = PairGeometry(angle, cos)
-    for act in plan.nonlinear:
-        for _, _, R, Z in recursion(geometry, act, plan.depths, plan.layers, kernel=False,
-                                    angles=True, xp=jnp):
+    for net in plan.nonlinear:
+        for _, _, R, Z in sweep(geometry, net, plan.depths, plan.layers, kernel=False,
+                                angles=True, xp=jnp):
             pick(R / Z, R, Z)
     (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
     count = jnp.sum(flagged)
@@ -296,17 +297,17 @@ def _device_extremes(xr, xc, r0, c0, hi, lo, *, n, margin, capacity):
 class ShardedKernelBlocks(_MeshedRows):
     """NTK blocks of one block row for several depths, sharded over a device mesh (float64)."""
 
-    def __init__(self, xh, norms, d, block, act, depths, layers, devices, where, x=None):
+    def __init__(self, xh, norms, d, block, net, depths, layers, devices, where, x=None):
         import jax
         from jax.sharding import PartitionSpec as P
 
         self.xh, self.norms, self.d, self.block = xh, norms, d, block
         self.x = x  # the rows xh was normalised from: flagged pairs are exact from them
-        self.act, self.depths, self.layers = act, depths, layers
+        self.net, self.depths, self.layers = net, depths, layers
         super().__init__(xh, block, devices, np.float64, where)
         with x64():
             self.fn = jax.jit(_shard_map()(
-                functools.partial(_device_kernel_block, n=self.n, act=act, depths=depths, layers=layers),
+                functools.partial(_device_kernel_block, n=self.n, net=net, depths=depths, layers=layers),
                 mesh=self.mesh,
                 in_specs=(P(), P("d"), P(), P()),
                 out_specs=(P("d"),) * 3,
@@ -330,20 +331,20 @@ class ShardedKernelBlocks(_MeshedRows):
                     c1 = min(n, c0 + b)
                     if count[dev] > _REFINE_CAPACITY:
                         yield c0, c1, numpy_kernel_blocks(self.xh, self.norms, self.d, r0, r1, c0, c1,
-                                                           self.act, self.depths, self.layers, self.x)
+                                                           self.net, self.depths, self.layers, self.x)
                         continue
                     blocks = {L: T[dev, t, : r1 - r0, : c1 - c0].copy() for t, L in enumerate(self.depths)}
                     if count[dev]:
                         i, j = np.divmod(flagged[dev, : count[dev]].astype(np.int64), b)
                         rows, cols = r0 + i, c0 + j
                         geometry = pair_list_geometry(self.xh, rows, cols, self.x)
-                        for L, Tr, _, _ in recursion(geometry, self.act, self.depths, self.layers):
+                        for L, Tr, _, _ in sweep(geometry, self.net, self.depths, self.layers):
                             blocks[L][i, j] = Tr
                     scale = np.outer(self.norms[r0:r1], self.norms[c0:c1]) / self.d
                     yield c0, c1, {L: scale * K for L, K in blocks.items()}
 
 
-def _device_kernel_block(xr, xc, r0, c0, *, n, act, depths, layers):
+def _device_kernel_block(xr, xc, r0, c0, *, n, net, depths, layers):
     """One device's block of the normalised NTK T for every depth, and its flagged pairs."""
     import jax
     import jax.numpy as jnp
@@ -355,7 +356,7 @@ def _device_kernel_block(xr, xc, r0, c0, *, n, act, depths, layers):
     cos = jnp.clip(jnp.matmul(xr, xc.T, precision=jax.lax.Precision.HIGHEST), -1.0, 1.0)
     angle = angle_from(1.0 - cos, 1.0 + cos, jnp)
     flagged = valid & ((angle < REFINE_WITHIN) | (angle > np.pi - REFINE_WITHIN))
-    T = jnp.stack([Tl for _, Tl, _, _ in recursion(PairGeometry(angle, cos), act, depths, layers,
-                                                      xp=jnp)])
+    T = jnp.stack([Tl for _, Tl, _, _ in sweep(PairGeometry(angle, cos), net, depths, layers,
+                                                  xp=jnp)])
     (idx,) = jnp.nonzero(flagged.ravel(), size=_REFINE_CAPACITY, fill_value=0)
     return T[None], idx[None], jnp.sum(flagged)[None]

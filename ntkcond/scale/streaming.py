@@ -60,7 +60,8 @@ import numbers
 import os
 
 from .._core.checks import as_block, as_count, as_data
-from ..activations import Net, parse_activation, parse_activations
+from ..activations import parse_activation
+from ..network import resolve_mlps
 from ..infinite.extremes import smallest_from_extremes
 from ..infinite.geometry import normalised_rows
 from ._pair_sweeps import pairs_route, recursion_fallback, recursion_route
@@ -206,15 +207,18 @@ def streaming_smallest_angles(
     pairs for every target (module docstring), the reference.
     Either way memory is O(b² + n·d) and the result equals ``smallest_gradient_angle(x,
     depth=L, ...)`` for every L. With ``w_std``/``b_std``/``residual`` (the general nets of
-    ``ntkcond.infinite.family``, numpy backend) no certificate is proved (biases make the
-    input norms matter): those targets always go through the recursion, and ``fallback``
-    lists them (their names carry the net, e.g. ``erf,w_std=1.5,b_std=0.1``).
+    ``ntkcond.network.mlp``) bias-free nets of homogeneous activations take the same route
+    (their angles do not depend on w_std); nets with biases, residual blocks or other
+    activations (numpy backend) have no certificate (biases make the input norms matter):
+    those targets always go through the recursion, and ``fallback`` lists them (their names
+    carry the net, e.g. ``erf,w_std=1.5,b_std=0.1``).
 
     Args:
       x: (n, d) inputs, n ≥ 2, no zero rows.
       depths: iterable of depths L ≥ 0, all computed in one pass.
       activations: activation spellings (``parse_activation``), each once; one str (e.g.
-        "relu") is one activation; default ReLU and linear.
+        "relu") is one activation; default ReLU and linear; or the nets themselves
+        (``ntkcond.network.MLPFamily``, without w_std/b_std/residual then).
       trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
       block: block size b (default 1024: 8 MB per b × b float64 array).
       backend: "auto", "numpy" or "jax" (module docstring).
@@ -250,15 +254,14 @@ def streaming_smallest_angles(
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     block = as_block(block, where, 2)
-    activations = parse_activations(activations, where)  # one str is one activation
+    nets = resolve_mlps(activations, w_std, b_std, residual, where=where)  # one str: one net
     workers, max_row_blocks, devices = _check_options(workers, max_row_blocks, devices, progress,
                                                       checkpoint, where)
-    family = None if (w_std, b_std, residual) == (None, None, None) else (w_std, b_std, residual)
-    plan = AnglePlan(depths, activations, trainable, where, family)
-    if plan.nets:
+    plan = AnglePlan(depths, nets, trainable, where)
+    if not all(net.angle_chain for net in plan.nets):
         if backend == "jax":
-            raise ValueError(f"{where}: w_std/b_std/residual run on backend 'numpy' only, got "
-                             "backend 'jax'")
+            raise ValueError(f"{where}: nets with biases, residual blocks or activations outside "
+                             "the leaky family run on backend 'numpy' only, got backend 'jax'")
         backend = "numpy"
     backend = _choose_backend(backend, where)
     if dtype not in ("float64", "float32"):
@@ -266,13 +269,10 @@ def streaming_smallest_angles(
     if backend == "numpy" and dtype != "float64":
         raise ValueError(f"{where}: the numpy backend computes in float64; got dtype {dtype!r}")
     xh, norms = normalised_rows(x, where, "x")  # x stays: pairs near 0 or π are exact from it
-    if plan.nets:
-        from ..infinite.family import check_net
-
+    if plan.needs_norms:
         plan.norms, plan.d = norms, d
-        for act in plan.nonlinear:
-            check_net(act if isinstance(act, Net) else None, norms, d, max(plan.depths),
-                      where)
+    for net in plan.nonlinear:
+        net.check_variances(norms * norms / d, max(plan.depths), where)
     options = dict(block=block, backend=backend, devices=devices, dtype=dtype, progress=progress,
                    max_row_blocks=max_row_blocks, where=where)
     if method == "recursion":
@@ -282,26 +282,26 @@ def streaming_smallest_angles(
     else:
         ext, n_devices, seconds, start_row = pairs_route(xh, checkpoint=checkpoint, x=x, **options)
         best, fallback = {INPUT: ext.closest}, []
-        for act in plan.nonlinear:
-            if isinstance(act, Net):  # no certificate: the recursion, said in fallback
-                fallback.extend((act.name, L) for L in plan.depths)
+        for net in plan.nonlinear:
+            if not net.angle_chain:  # no certificate: the recursion, said in fallback
+                fallback.extend((net.name, L) for L in plan.depths)
                 continue
-            found = smallest_from_extremes(ext, act, plan.depths, trainable)
+            found = smallest_from_extremes(ext, net.act.angle_activation, plan.depths, trainable)
             for L, item in found.items():
                 if item is None:
-                    fallback.append((act.name, L))
+                    fallback.append((net.name, L))
                 else:
-                    best[(act.name, L)] = item
+                    best[(net.name, L)] = item
         if fallback:
             best.update(recursion_fallback(xh, x, plan, fallback, trainable, workers, checkpoint,
                                            options))
         fallback = tuple(fallback)
     input_angle, i0, j0 = best[INPUT]
     results = []
-    for act in plan.activations:
+    for net in plan.nets:
         for L in plan.depths:
-            value, i, j = best[INPUT] if act.is_linear else best[(act.name, L)]
-            results.append(SmallestAngle(act.name, L, value, (i, j)))
+            value, i, j = best[INPUT] if net not in plan.nonlinear else best[(net.name, L)]
+            results.append(SmallestAngle(net.name, L, value, (i, j)))
     return StreamingAngles(
         n=n, d=d, pairs=n * (n - 1) // 2, block=block, trainable=trainable,
         input_angle=input_angle, input_pair=(i0, j0), results=tuple(results),

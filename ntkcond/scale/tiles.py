@@ -20,9 +20,9 @@ import numpy as np
 
 from .._core.checks import as_block, as_data, as_int, sweep_layers
 from .._core.threads import blas_threads, single_threaded_blas
-from ..activations import parse_activation
+from ..infinite.engine import sweep
 from ..infinite.geometry import block_geometry, normalised_rows
-from ..infinite.recursion import recursion
+from ..network import resolve_mlp
 
 __all__ = [
     "CHUNK_ENTRIES",
@@ -37,10 +37,10 @@ __all__ = [
 CHUNK_ENTRIES = 1 << 15
 
 
-def kernel_tile(xh, norms, d, r0, r1, c0, c1, act, depths, layers, x=None):
+def kernel_tile(xh, norms, d, r0, r1, c0, c1, net, depths, layers, x=None):
     """{L: K[r0:r1, c0:c1]} of the infinite-width NTK for every depth: one Gram GEMM for the
     tile, then, row chunk by row chunk, the geometry of ``infinite.geometry.block_geometry``
-    and the kernel of ``infinite.recursion.recursion`` — the functions ``infinite_ntk`` calls
+    and the kernel of ``infinite.engine.sweep`` of the net — the functions ``infinite_ntk`` calls
     on the whole matrix, so the entries are the same to the last bit where the Gram products
     round the same. ``x``: the rows xh was normalised from (pairs near 0 or π exact for them)."""
     ncols = c1 - c0
@@ -52,7 +52,7 @@ def kernel_tile(xh, norms, d, r0, r1, c0, c1, act, depths, layers, x=None):
         geometry = block_geometry(xh, xh, s0, s1, c0, c1, symmetric=True, x1=x,
                                   gram=gram[s0 - r0:s1 - r0], norms1=norms, norms2=norms, d=d)
         chunk = {L: out[L][s0 - r0:s1 - r0] for L in depths}
-        for _ in recursion(geometry, act, depths, layers, out=chunk, overwrite=True):
+        for _ in sweep(geometry, net, depths, layers, out=chunk, overwrite=True):
             pass
     return out
 
@@ -67,9 +67,9 @@ class Tiles:
     (so its workers' sums are those of workers p, p + P, … of one process of P·W workers).
     """
 
-    def __init__(self, xh, norms, d, act, depths, layers, block, workers, cache_bytes: int = 0,
+    def __init__(self, xh, norms, d, net, depths, layers, block, workers, cache_bytes: int = 0,
                  x=None, share=None):
-        self.xh, self.norms, self.d, self.act, self.x = xh, norms, d, act, x
+        self.xh, self.norms, self.d, self.net, self.x = xh, norms, d, net, x
         self.depths, self.layers, self.block = list(depths), layers, block
         self.n = xh.shape[0]
         self.workers = max(1, int(workers))
@@ -97,7 +97,7 @@ class Tiles:
                 tile = self.tiles[i]
                 blocks = self._cache[i] if i < self.cached_tiles else None
                 if blocks is None:
-                    blocks = kernel_tile(self.xh, self.norms, self.d, *tile, self.act,
+                    blocks = kernel_tile(self.xh, self.norms, self.d, *tile, self.net,
                                          self.depths, self.layers, self.x)
                     if i < self.cached_tiles:  # only worker w touches tile i: no lock needed
                         self._cache[i] = blocks
@@ -130,18 +130,13 @@ def check_kernel_range(norms, d, where):
 
 def prepare(x, depths, activation, trainable, block, where, w_std=None, b_std=None,
             residual=None):
-    """Validated inputs of both routes: (x, x̂, ‖x‖, d, activation, depths, layers, block),
-    x as float64 (``as_data``). With ``w_std``/``b_std``/``residual`` the activation slot holds
-    the general net (``ntkcond.activations.Net``, passed through to ``recursion``)."""
-    from ..activations import resolve_net
-    from ..infinite.family import check_net
-
+    """Validated inputs of both routes: (x, x̂, ‖x‖, d, net, depths, layers, block), x as
+    float64 (``as_data``), the net (``ntkcond.network.MLPFamily``) built once here from
+    ``activation``, ``w_std``, ``b_std``, ``residual`` (``resolve_mlp``)."""
     x = as_data(x, where, "x")
-    act = parse_activation(activation, where)
-    net = resolve_net(act, w_std, b_std, residual, where)
+    net = resolve_mlp(activation, w_std, b_std, residual, where=where)
     depths, layers = sweep_layers(depths, trainable, where)
     xh, norms = normalised_rows(x, where, "x")
     check_kernel_range(norms, x.shape[1], where)
-    check_net(net, norms, x.shape[1], max(depths), where)
-    return (x, xh, norms, x.shape[1], act if net is None else net, depths, layers,
-            as_block(block, where, 1))
+    net.check_variances(norms * norms / x.shape[1], max(depths), where)
+    return x, xh, norms, x.shape[1], net, depths, layers, as_block(block, where, 1)

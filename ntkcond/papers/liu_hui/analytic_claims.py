@@ -23,7 +23,7 @@ from .claim_kit import (
 # Claims 4, 5, 7: analysis of the exact recursion
 # ------------------------------------------------------------------------------------------
 
-def check_small_angle_law(formulas=Formulas(), fast=True, outdir=None) -> Claim:
+def check_small_angle_law(formulas=Formulas(), fast=True, outdir=None, data_dir=None) -> Claim:
     """Claim 4. Independent of the law: Richardson extrapolation of the exact recursion."""
     depths = (1, 2, 5, 10)
     thetas = np.geomspace(1e-1, 1e-6, 11)
@@ -75,7 +75,7 @@ def check_small_angle_law(formulas=Formulas(), fast=True, outdir=None) -> Claim:
     )
 
 
-def check_embedding_collapse(formulas=Formulas(), fast=True, outdir=None) -> Claim:
+def check_embedding_collapse(formulas=Formulas(), fast=True, outdir=None, data_dir=None) -> Claim:
     """Claim 5. g against the arccos form; monotone, below the diagonal, gˡ ~ 3π/l (the constant
     of l·gˡ/(3π) by a least-squares fit of its (ln l)/l expansion)."""
     t = np.linspace(0, np.pi, 20001)
@@ -129,7 +129,7 @@ def _aitken(seq):
     return c - (c - b) ** 2 / ((c - b) - (b - a))
 
 
-def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, seed=7) -> list[Claim]:
+def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, data_dir=None, seed=7) -> list[Claim]:
     """Claim 7. φ → arccos(1/4); κ of the normalised NTK → (n+3)/3, not (n+4)/3.
 
     Independent of the limits under test: the exact recursion at large finite depth, extrapolated
@@ -281,7 +281,7 @@ def _relu_helps_range(formulas, L):
     return float(np.degrees(t[worse[0]])), float(np.degrees(t[worse[-1]]))
 
 
-def check_two_points(formulas=Formulas(), fast=True, outdir=None) -> list[Claim]:
+def check_two_points(formulas=Formulas(), fast=True, outdir=None, data_dir=None) -> list[Claim]:
     """Claim 9: two inputs, all layers: κ(ReLU) < κ(linear), and deeper is better.
 
     Checked against the exact 2 × 2 spectra of ``infinite_ntk`` (independent of the angle

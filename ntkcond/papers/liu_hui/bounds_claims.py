@@ -18,7 +18,7 @@ def _unit_ntk(infinite_ntk, rho, depth, activation):
     return K[0, 1:] / K[0, 0]
 
 
-def check_power_series(formulas=Formulas(), fast=True, outdir=None) -> Claim:
+def check_power_series(formulas=Formulas(), fast=True, outdir=None, data_dir=None) -> Claim:
     """Claim 13: Θ̃(ρ) = Σ a_p ρ^p with a_p ≥ 0 and Σ a_p = 1, so the truncation after order P
     is at most tail·|ρ|^{P+1} — checked against the closed-form kernel (``infinite_ntk``)."""
     P = 400

@@ -70,7 +70,7 @@ def convergence_depth(depths, gaps, tau: float) -> float:
     return float(np.exp(l0 + (np.log(tau) - g0) * (l1 - l0) / (g1 - g0)))
 
 
-def check_activation_rate(formulas=Formulas(), fast=True, outdir=None, seed=21,
+def check_activation_rate(formulas=Formulas(), fast=True, outdir=None, data_dir=None, seed=21,
                           delta: Callable = terjek_delta) -> Claim:
     """Claim 21 (module docstring); ``delta`` is the Δ_φ formula under test."""
     n = 16

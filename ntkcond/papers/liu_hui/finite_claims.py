@@ -128,7 +128,7 @@ def _mc_claim(cid, title, formula, paper, which, formulas, fast, outdir, seed):
     )
 
 
-def check_one_layer_angle(formulas=Formulas(), fast=True, outdir=None, seed=1) -> Claim:
+def check_one_layer_angle(formulas=Formulas(), fast=True, outdir=None, data_dir=None, seed=1) -> Claim:
     return _mc_claim(
         "1", "One ReLU layer: post-activation angle",
         "cos θ' = (sin θ + (π − θ) cos θ)/π; leaky: [2α cos θ + (1−α)²(sin θ + (π−θ) cos θ)/π]/(1+α²)",
@@ -136,7 +136,7 @@ def check_one_layer_angle(formulas=Formulas(), fast=True, outdir=None, seed=1) -
         "angle", formulas, fast, outdir, seed)
 
 
-def check_derivative_kernel(formulas=Formulas(), fast=True, outdir=None, seed=2) -> Claim:
+def check_derivative_kernel(formulas=Formulas(), fast=True, outdir=None, data_dir=None, seed=2) -> Claim:
     return _mc_claim(
         "2", "Derivative kernel factor",
         "c·E[σ'(u)σ'(v)] = (π − θ)/π; leaky: [2α + (1−α)²(π−θ)/π]/(1+α²)",
@@ -163,7 +163,7 @@ def _gradient_angle_inputs():
     return np.stack([np.array([1.0, 0.0])] + [unit_pair(t)[1] for t in _GRADIENT_THETAS])
 
 
-def check_gradient_angle(formulas=Formulas(), fast=True, outdir=None) -> Claim:
+def check_gradient_angle(formulas=Formulas(), fast=True, outdir=None, data_dir=None) -> Claim:
     """Claim 3a: φ(θ, L) against finite nets (1/√m convergence)."""
     thetas = _GRADIENT_THETAS
     x = _gradient_angle_inputs()
@@ -210,7 +210,7 @@ def check_gradient_angle(formulas=Formulas(), fast=True, outdir=None) -> Claim:
     )
 
 
-def check_gradient_angle_nt(formulas=Formulas(), fast=True, outdir=None) -> Claim:
+def check_gradient_angle_nt(formulas=Formulas(), fast=True, outdir=None, data_dir=None) -> Claim:
     """Claim 3b: φ(θ, L) against neural-tangents' stax kernel; SKIPPED (never dropped) when
     neural-tangents cannot be imported (the nt extra is not installed, e.g. on newest jax)."""
     thetas = _GRADIENT_THETAS
@@ -247,7 +247,7 @@ def check_gradient_angle_nt(formulas=Formulas(), fast=True, outdir=None) -> Clai
     )
 
 
-def check_linear_nets(formulas=Formulas(), fast=True, outdir=None, seed=6) -> Claim:
+def check_linear_nets(formulas=Formulas(), fast=True, outdir=None, data_dir=None, seed=6) -> Claim:
     """Claim 6: linear nets keep angles and κ; their finite-width NTK is exact in expectation."""
 
     t = np.linspace(0.0, np.pi, 181)

@@ -13,7 +13,6 @@ figures. ``scripts/check_claims.py`` is the command-line front end.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 
 import numpy as np
@@ -81,8 +80,7 @@ def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formul
             continue
         if progress:
             progress(check.__name__)
-        extra = {"data_dir": data_dir} if "data_dir" in inspect.signature(check).parameters else {}
-        result = check(formulas=formulas, fast=fast, outdir=outdir, **extra)
+        result = check(formulas=formulas, fast=fast, outdir=outdir, data_dir=data_dir)
         claims.extend(result if isinstance(result, list) else [result])
     return claims
 

@@ -1,9 +1,9 @@
 """A centred Gaussian pair (u, v) without cancellation: the quantities every dual kernel of
-``ntkcond.infinite.duals``, ``ntkcond.infinite.gelu_dual``, ``ntkcond.infinite.mehler`` and
-``ntkcond.infinite.trapezoid`` starts from.
+the leaky family, erf, GELU (``ntkcond.activations``), ``ntkcond.activations.mehler`` and
+``ntkcond.activations.trapezoid`` starts from.
 
 The pair has variances q₁, q₂ and covariance c, written with the Euclidean gap
-D = ½E[(u − v)²] = ½(q₁ + q₂) − c ≥ 0, which the recursion of ``ntkcond.infinite.family``
+D = ½E[(u − v)²] = ½(q₁ + q₂) − c ≥ 0, which the layer maps of ``ntkcond.network``
 carries exactly (never formed as a difference). With s = √q₁ − √q₂ = (q₁ − q₂)/(√q₁ + √q₂)
 and the angle θ of (u, v),
 

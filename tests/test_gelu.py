@@ -1,4 +1,4 @@
-"""GELU's dual kernels (ntkcond.infinite.gelu_dual) against mpmath: M̈ and the mixed partials
+"""GELU's dual kernels (ntkcond.activations.gelu) against mpmath: M̈ and the mixed partials
 of eqs. (6a)–(6b) to 1e-13–1e-14, the gaps by Price's theorem to 1e-12 plus their own
 conditioning in D, planted errors, and the diagonal at huge variances (1e-14)."""
 import mpmath as mp
@@ -7,9 +7,9 @@ import pytest
 
 import _family_reference as ref
 from ntkcond.activations import parse_activation
-from ntkcond.infinite import duals, gelu_dual
-from ntkcond.infinite._bivariate import covariance_det, sqrt_diff
-from ntkcond.infinite.trapezoid import quadrature_gaps
+from ntkcond.activations import gelu as gelu_dual
+from ntkcond.activations._bivariate import covariance_det, sqrt_diff
+from ntkcond.activations.trapezoid import quadrature_gaps
 
 
 def _mp_gelu(q1, q2, c):
@@ -93,7 +93,7 @@ def test_gelu_gaps_against_mpmath(q1, q2, theta):
     assert abs(G[0] - g) <= tol, (G[0], g)
     assert abs(Gd[0] - gd) <= told, (Gd[0], gd)
     # through dual (the cheap gaps where they are large, eq. (6)'s bound 1e-13 relative)
-    _, G2, _, Gd2 = duals.dual(parse_activation("gelu"), a, b, c, D)
+    _, G2, _, Gd2 = parse_activation("gelu").dual(a, b, c, D)
     assert abs(G2 - g) <= tol + 1e-13 * g
     assert abs(Gd2 - gd) <= told + 1e-13 * gd
 
@@ -122,7 +122,7 @@ def test_gelu_gaps_planted_errors_fail(plant, monkeypatch):
 
 
 def test_gelu_gaps_agree_with_the_quadrature_at_moderate_variances():
-    # The old divided-difference trapezoid (ntkcond.infinite.trapezoid.quadrature_gaps) where it works: 1e-11
+    # The old divided-difference trapezoid (ntkcond.activations.trapezoid.quadrature_gaps) where it works: 1e-11
     # relative to the gap (its accuracy on gaps, as for tanh/SiLU above).
     act = parse_activation("gelu")
     rng = np.random.default_rng(5)
@@ -149,7 +149,7 @@ def test_gelu_gaps_have_no_node_limit():
     s = sqrt_diff(q1, q2)
     r = np.sqrt(q1 * q2)
     c, D = r * (1 - um), 0.5 * s * s + r * um
-    M, G, Md, Gd = duals.dual(parse_activation("gelu"), q1, q2, c, D)
+    M, G, Md, Gd = parse_activation("gelu").dual(q1, q2, c, D)
     assert np.all(np.isfinite([M, G, Md, Gd])) and np.all(G > 0) and np.all(Gd > 0)
     with mp.workdps(30):
         for i in range(3):
@@ -170,7 +170,7 @@ def test_gelu_gaps_have_no_node_limit():
 def test_gelu_diagonal_at_huge_variances(q):
     # δ² = 1 + q₁ + q₂ + (q₁q₂ − c²) without forming (1 + q)² − q² (which rounds to 0 from
     # q ~ 1e16 on: a NaN kernel before): P and Ṗ against eq. (6) at 60 digits, 1e-14 relative.
-    P, Pd = duals.diagonal(parse_activation("gelu"), np.array([q]))
+    P, Pd = parse_activation("gelu").diagonal(np.array([q]))
     with mp.workdps(60):
         M, Md, _ = _mp_gelu(mp.mpf(q), mp.mpf(q), mp.mpf(q))
     assert abs(P[0] - float(M)) <= 1e-14 * float(M)

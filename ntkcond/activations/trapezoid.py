@@ -1,8 +1,8 @@
 """Gaussian expectations by the trapezoidal rule: the dual kernels of activations without a
-closed form or a convergent Mehler series (``ntkcond.infinite.mehler``), and the small gaps of
-the series' activations, for ``ntkcond.infinite.duals``.
+closed form or a convergent Mehler series (``ntkcond.activations.mehler``), and the small gaps of
+the series' activations, for ``ntkcond.activations.base``.
 
-Notation as in ``ntkcond.infinite.duals`` (eqs. (1)–(2)) and ``ntkcond.infinite._bivariate``
+Notation as in ``ntkcond.activations.base`` (eqs. (1)–(2)) and ``ntkcond.activations._bivariate``
 (θ the angle of (u, v), s = √q₁ − √q₂).
 
 In the Cholesky form u = √q₁ z₁, v = √q₂(cos θ z₁ + sin θ z₂), z₁, z₂ ~ N(0, 1), by the

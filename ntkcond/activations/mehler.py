@@ -1,7 +1,7 @@
-"""Dual kernels by Mehler's series (tanh, softplus, SiLU, callables), for
-``ntkcond.infinite.duals``.
+"""Dual kernels by Mehler's series (tanh, softplus, SiLU, callables): the default of
+``ntkcond.activations.base.ActivationFunction``.
 
-Notation as in ``ntkcond.infinite.duals`` (eqs. (1)–(2)): a centred Gaussian pair (u, v)
+Notation as in ``ntkcond.activations.base`` (eqs. (1)–(2)): a centred Gaussian pair (u, v)
 with variances q₁, q₂ and covariance c, M = E[σ(u)σ(v)], Ṁ = E[σ'(u)σ'(v)], P = E[σ(u)²].
 
 With h_k = He_k/√k! (orthonormal under N(0, 1)), a_k(q) = E[σ(√q z)h_k(z)] and ȧ_k likewise
@@ -14,7 +14,7 @@ each pair's sum truncated at the first K with |ρ|^K·t_K ≤ 1e-14, t_K the lar
 tail Σ_{k≥K} a_k²/Σ_k a_k² over the variances (Cauchy–Schwarz: the error is below 1e-14 of
 √(P₁P₂); ``mehler_levels``). Where 2950 terms do not reach the tail at ρ = 1 (very large
 variances), ``mehler_dual`` returns None and the 2-D trapezoid of
-``ntkcond.infinite.trapezoid`` serves instead. The small gaps (½(P₁ + P₂) − M loses digits
+``ntkcond.activations.trapezoid`` serves instead. The small gaps (½(P₁ + P₂) − M loses digits
 there) come from that module's divided-difference quadrature.
 """
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""GELU's dual kernels, σ(z) = zΦ(z): closed forms (6) and the small gaps by Price's theorem
-(6a)–(6b), for ``ntkcond.infinite.duals``.
+"""GELU, σ(z) = zΦ(z), and its dual kernels: closed forms (6) and the small gaps by Price's
+theorem (6a)–(6b). Also GELU's tanh approximation (``GeluTanh``: neural-tangents'
+``Gelu(approximate=True)``, jax's ``gelu(approximate=True)``), whose kernels are its own
+(Mehler's series), not those of exact GELU.
 
-Notation as in ``ntkcond.infinite.duals`` (eqs. (1)–(2)) and ``ntkcond.infinite._bivariate``:
+Notation as in ``ntkcond.activations.base`` (eqs. (1)–(2)) and ``ntkcond.activations._bivariate``:
 a centred Gaussian pair (u, v) with variances q₁, q₂, covariance c and gap D = ½(q₁ + q₂) − c;
 M = E[σ(u)σ(v)], Ṁ = E[σ'(u)σ'(v)], P = E[σ(u)²], Dσ = ½(P₁ + P₂) − M, Dσ' likewise, and
 s = √q₁ − √q₂.
@@ -14,7 +16,7 @@ GELU σ(z) = zΦ(z) (Tsuchida et al. 2020, arXiv 2002.08517; neural-tangents' ``
     Ṁ = ¼ + ψ/(2π) + c[(2 + q₁ + q₂)/((1 + q₁)(1 + q₂)) + 1/δ²]/(2πδ),                  (6)
 
 and its gaps ½(P₁ + P₂) − M where that is at least
-``ntkcond.infinite.duals.GAP_RECOMPUTE_BELOW`` of ½(P₁ + P₂)
+``ntkcond.activations.base.GAP_RECOMPUTE_BELOW`` of ½(P₁ + P₂)
 (relative error < 1e-13 there), else (``gelu_gaps``) by Price's theorem (Price 1958, IRE
 Trans. Inf. Theory 4: ∂M/∂c = Ṁ, ∂Ṁ/∂c = M̈ = E[σ''(u)σ''(v)], σ''(z) = (2 − z²)φ(z)) along
 c' from c to r = √(q₁q₂) at fixed q₁, q₂, every term non-negative:
@@ -44,17 +46,22 @@ singularities of (6b) at |Im x| ≥ √(1 + y²), where the cheap ½(P₁ + P₂
 (relative error < 1e-13): < 1e-14 relative against mpmath (q ≤ 1e6). No step depends on the
 variances, so there is no node limit. Conditioning: for q₁ ≠ q₂ at tiny θ, D ≈ ½s² ≫ L and
 the gaps inherit ~eps·D·|∂G/∂D|/G from D's rounding (and s's), as the angles of
-``ntkcond.infinite.family`` do.
+``ntkcond.network`` do.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from ._bivariate import GL8_NODES, GL8_WEIGHTS, angle_terms, covariance_det, sqrt_diff
+from .base import ActivationFunction, add
 
-__all__ = ["gelu_terms", "gelu_slopes", "gelu_mixed", "gelu_diagonal", "gelu_dual", "gelu_gaps"]
+__all__ = ["Gelu", "GeluTanh", "GELU", "gelu_terms", "gelu_slopes", "gelu_mixed",
+           "gelu_diagonal", "gelu_dual", "gelu_gaps"]
 
 
 def gelu_slopes(q1, q2, c, det):
@@ -202,3 +209,101 @@ def gelu_gaps(q1, q2, c, D):
     L = um * r  # √(q₁q₂) − c ≥ 0
     I, Id = _path(q1, q2, r, L)
     return g1 + I, gd1 + Id
+
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gelu(ActivationFunction):
+    """GELU, σ(z) = zΦ(z) (exact), eqs. (6)–(6b)."""
+
+    closed_form: ClassVar[bool] = True
+    gaps_for_kernels: ClassVar[bool] = True  # large-variance Ṁ needs q₁q₂ − c² exactly
+
+    @property
+    def name(self) -> str:
+        return "gelu"
+
+    def numpy(self, z):
+        from scipy.special import ndtr
+
+        return z * ndtr(z)
+
+    def derivative(self, z):
+        from scipy.special import ndtr
+
+        z = np.asarray(z, dtype=np.float64)
+        return ndtr(z) + z * np.exp(-0.5 * z * z) / _SQRT_2PI
+
+    def second_derivative(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        return (2.0 - z * z) * np.exp(-0.5 * z * z) / _SQRT_2PI
+
+    @property
+    def jax_fn(self) -> Callable:
+        def gelu(z):
+            import jax
+
+            return jax.nn.gelu(z, approximate=False)
+
+        return gelu
+
+    def diagonal(self, q, h_scale=None):
+        """(P, Ṗ) of eq. (6) at c = q₁ = q₂ = q."""
+        return gelu_diagonal(q)
+
+    def expectations(self, q1, q2, c, D, h_scale=None):
+        """(M, Ṁ) of eq. (6)."""
+        return gelu_dual(q1, q2, c, D)
+
+    def small_gaps(self, q1, q2, c, D, h_scale=None):
+        """(Dσ, Dσ') by Price's theorem, eqs. (6a)–(6b)."""
+        return gelu_gaps(q1, q2, c, D)
+
+
+_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+@dataclasses.dataclass(frozen=True)
+class GeluTanh(ActivationFunction):
+    """GELU's tanh approximation σ(z) = ½z(1 + tanh(√(2/π)(z + 0.044715z³))) (jax's
+    ``gelu(approximate=True)``); kernels by Mehler's series (its own, not exact GELU's)."""
+
+    @property
+    def name(self) -> str:
+        return "gelu_tanh"
+
+    def _t(self, z):
+        return np.tanh(_TANH_C * (z + 0.044715 * z**3))
+
+    def numpy(self, z):
+        return 0.5 * z * (1.0 + self._t(z))
+
+    def derivative(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        t = self._t(z)
+        du = _TANH_C * (1.0 + 3 * 0.044715 * z * z)
+        return 0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * du
+
+    def second_derivative(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        t = self._t(z)
+        du = _TANH_C * (1.0 + 3 * 0.044715 * z * z)
+        d2u = _TANH_C * 6 * 0.044715 * z
+        sech2 = 1.0 - t * t
+        return sech2 * du + 0.5 * z * (sech2 * d2u - 2.0 * t * sech2 * du * du)
+
+    @property
+    def jax_fn(self) -> Callable:
+        def gelu_tanh(z):
+            import jax
+
+            return jax.nn.gelu(z, approximate=True)
+
+        return gelu_tanh
+
+
+GELU = Gelu()
+add("gelu", GELU)
+add("gelu_tanh", GeluTanh())

@@ -1,5 +1,5 @@
-"""Dual kernels (ntkcond.infinite.duals) against mpmath: the closed forms, and the series
-and quadrature activations through the same dispatch. Tolerances: closed forms 1e-14 relative
+"""Dual kernels (``ActivationFunction.dual``, ntkcond.activations.base eqs. (1)–(2)) against
+mpmath: the closed forms, and the series and quadrature activations through the same protocol. Tolerances: closed forms 1e-14 relative
 to √(P₁P₂) (kernels) and 1e-12 relative to the gap itself (gaps, down to 1 − ρ ≈ 1e-12);
 tanh/SiLU 1e-13 (kernels) and 1e-11 (gaps)."""
 import mpmath as mp
@@ -8,7 +8,6 @@ import pytest
 
 import _family_reference as ref
 from ntkcond.activations import parse_activation
-from ntkcond.infinite import duals
 
 POINTS = [  # (q1, q2, 1 − ρ): generic, unequal norms, near-duplicate, near-antipodal
     (1.3, 0.7, 0.6), (2.25, 2.25, 1e-12), (0.8, 0.8 * (1 + 1e-7), 3e-12), (1.1, 0.4, 1.7),
@@ -38,7 +37,7 @@ def _ref_gaps(name, Q1, Q2, C):
 def test_closed_forms_against_mpmath(name, point):
     (q1, q2, c, D), (Q1, Q2, C) = _pair(*point)
     m, md, g, gd, scale, scaled = _ref_gaps(name, Q1, Q2, C)
-    M, G, Md, Gd = duals.dual(parse_activation(name), q1, q2, c, D)
+    M, G, Md, Gd = parse_activation(name).dual(q1, q2, c, D)
     assert abs(M - float(m)) <= 1e-14 * float(scale)
     assert abs(Md - float(md)) <= 1e-14 * float(scaled)
     # gaps: relative to themselves (this is what carries 1 − ρ through the layers)
@@ -52,7 +51,7 @@ def test_closed_forms_against_mpmath(name, point):
 def test_quadrature_against_reference(name, point):
     (q1, q2, c, D), (Q1, Q2, C) = _pair(*point)
     m, md, g, gd, scale, scaled = _ref_gaps(name, Q1, Q2, C)
-    M, G, Md, Gd = duals.dual(parse_activation(name), q1, q2, c, D)
+    M, G, Md, Gd = parse_activation(name).dual(q1, q2, c, D)
     assert abs(M - float(m)) <= 1e-13 * float(scale)
     assert abs(Md - float(md)) <= 1e-13 * float(scaled)
     assert abs(G - float(g)) <= 1e-11 * float(g)
@@ -62,5 +61,5 @@ def test_quadrature_against_reference(name, point):
 def test_gaps_are_exact_zero_on_the_diagonal():
     for name in ("relu", "erf", "sin", "gelu", "tanh"):
         q = np.array([0.3, 2.0])
-        M, G, Md, Gd = duals.dual(parse_activation(name), q, q, q, np.zeros(2))
+        M, G, Md, Gd = parse_activation(name).dual(q, q, q, np.zeros(2))
         assert np.all(G == 0) and np.all(Gd == 0)

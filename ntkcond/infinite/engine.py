@@ -1,0 +1,252 @@
+"""The one engine of ntkcond's infinite-width kernels: a network object (``ntkcond.network``)
+evaluated on the input geometry of a block of pairs (``ntkcond.infinite.geometry``).
+
+Every route — ``infinite_ntk``, ``infinite_nngp``, ``infinite_ntk_layers``,
+``gradient_angles``, ``depth_sweep``, the tiles and blocks of ``ntkcond.scale`` and
+``ntkcond.stax``'s ``kernel_fn`` — calls ``evaluate`` (one net) or ``sweep`` (an
+``MLPFamily`` at many depths), which decide their path from what the object reports:
+
+* a ``HomogeneousChain`` (bias-free Dense layers and positively homogeneous activations, in
+  any spelling: the default net, ``w_std=√c``, ``w_std=1.5``, a stax stack mixing slopes)
+  takes the fast angle recursion of ``ntkcond.infinite.recursion``: K = ‖x‖‖x′‖/d·G·T(θ₀);
+* every other net takes the layer maps of ``ntkcond.network.layers`` on a ``PairState``:
+  for homogeneous nets (no biases) from unit rows (q = 1, c = cos θ₀, D = 2 sin²(θ₀/2),
+  exact for the data), times ‖x‖‖x′‖/d at the end — so the gap D never carries the norms'
+  difference ½(‖x‖ − ‖x′‖)²/d, and near-duplicate pairs of unequal norm keep full relative
+  precision in their angles; for nets with biases (whose kernels depend on the norms) from
+  q = ‖x‖²/d, c = x·x′/d and D = ½(‖x‖ − ‖x′‖)²/d + ‖x‖‖x′‖/d·2 sin²(θ₀/2) (no
+  cancellation).
+
+Gradient angles come from the NTK block (A, B, C, G) as φ = 2 atan2(√(1 − cos φ),
+√(1 + cos φ)) with 1 − cos φ = (G − ½(√A − √B)²)/√(AB) and 1 + cos φ = (√(AB) + C)/√(AB)
+(``ntkcond.activations._bivariate.angle_terms``): relative precision ~eps for pairs of equal
+norms (every homogeneous net), ~eps·|‖x‖ − ‖x′‖|/(‖x‖θ²) for nets with biases.
+
+Kernels whose values leave float64's range raise ``KernelRangeError`` (a ValueError) naming
+the depth; angles never do (the scales are carried apart from the blocks).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..activations._bivariate import angle_terms
+from ..network import KernelRangeError, MLPFamily, PairState, homogeneous_chain
+from ..network.layers import gain_product
+from .recursion import ChainPlan, PairGeometry, angle_from, recursion
+
+__all__ = ["Evaluated", "chain_plan", "evaluate", "sweep", "input_state", "angle_terms_of",
+           "KernelRangeError"]
+
+
+def chain_plan(family: MLPFamily, top: int, layers) -> ChainPlan | None:
+    """The ``ChainPlan`` of ``family`` for depths up to ``top`` if it is a plain bias-free
+    homogeneous net (its layers form a ``HomogeneousChain`` at every depth), else None.
+
+    G_L multiplies in the order of ``HomogeneousChain.gain``, so that ``evaluate`` of
+    ``family.network(L)`` and this plan give the same kernel to the last bit.
+    """
+    if not (family.homogeneous and family.plain):
+        return None
+    act, m = family.act, family.act.second_moment
+    hidden, readout = family.hidden_variance(), family.readout_variance()
+    gains = [math.frexp(readout)]
+    prefix = gain_product(hidden, ())  # s₀²·(s²m)^(L−1), renormalised as gain_product does
+    for _ in range(top):
+        m_g, e_g = math.frexp(prefix[0] * (readout * m))
+        gains.append((m_g, prefix[1] + e_g))
+        m_p, e_p = math.frexp(prefix[0] * (hidden * m))
+        prefix = (m_p, prefix[1] + e_p)
+    return ChainPlan((act,) * top, layers, tuple(gains))
+
+
+def _layer_set(trainable) -> frozenset | None:
+    flags = list(trainable)
+    return None if all(flags) else frozenset(i for i, t in enumerate(flags) if t)
+
+
+def _is_unit(geometry: PairGeometry) -> bool:
+    return geometry.norms1 is None
+
+
+def input_state(geometry: PairGeometry, *, unit: bool, gaps: bool, angles: bool) -> PairState:
+    """The ``PairState`` of the inputs (x·x′/d; module docstring): from unit rows (``unit``:
+    q = 1, c = cos θ₀, D = 2 sin²(θ₀/2)) or from the norms; the NTK zero (no layer yet), its
+    gap tracked with ``angles``; ``gaps``: D exact (else the cheap ½(q₁ + q₂) − c may follow)."""
+    angle = np.asarray(geometry.angle)
+    cos = np.asarray(geometry.cos)
+    D1 = 2.0 * np.sin(0.5 * angle) ** 2  # 1 − cos θ₀ from the exact angle
+    if unit or _is_unit(geometry):
+        if angle.ndim == 2:
+            q1, q2 = np.ones((angle.shape[0], 1)), np.ones((1, angle.shape[1]))
+        else:
+            q1 = q2 = np.ones(angle.shape)
+        c, D = cos, D1
+    else:
+        r1 = np.asarray(geometry.norms1, dtype=np.float64)
+        r2 = np.asarray(geometry.norms2, dtype=np.float64)
+        d = geometry.d
+        if angle.ndim == 2 and angle.shape == (r1.size, r2.size):  # a block: rows × columns
+            r1c, r2r = r1[:, None], r2[None, :]
+        else:  # a list of pairs: norms per pair
+            r1c, r2r = r1.reshape(angle.shape), r2.reshape(angle.shape)
+        with np.errstate(over="ignore", under="ignore"):
+            scale = r1c * r2r / d
+            dn = (r1c - r2r) / np.sqrt(d)
+            D = 0.5 * dn * dn + scale * D1
+            D = np.where(angle == 0, 0.5 * dn * dn, D)
+            q1, q2, c = r1c * r1c / d, r2r * r2r / d, scale * cos
+    zero = 0.0
+    return PairState(q1, q2, c, D, zero, zero, zero, zero if angles else None,
+                     exact_gaps=gaps or angles)
+
+
+def angle_terms_of(s: PairState):
+    """(1 − cos φ, 1 + cos φ) of the NTK block (A, B, C, G) (module docstring)."""
+    _, um, up, _, _, _ = angle_terms(s.A, s.B, s.C, s.G)
+    return um, up
+
+
+def _scaled(block, scale, where: str):
+    """‖x‖‖x′‖/d · block (unit-row evaluation), ``KernelRangeError`` out of float64's range."""
+    if scale is None:
+        return block
+    with np.errstate(over="ignore", under="ignore"):
+        out = scale * block
+    if not np.all(np.isfinite(out)):
+        raise KernelRangeError(f"{where} leaves float64's range (above 1.8e308)")
+    return out
+
+
+def _true(s: PairState, which: str, where: str, scale):
+    block = s.ntk(where) if which == "ntk" else s.nngp(where)
+    return _scaled(block, scale, where)
+
+
+def _check_diagonal(s: PairState, which: str, where: str, scale):
+    """``KernelRangeError`` where the diagonal underflows (the kernel is then 0 or subnormal:
+    no float64 value represents it)."""
+    d1, d2, e = (s.A, s.B, s.ntk_exp) if which == "ntk" else (s.q1, s.q2, s.nngp_exp)
+    tiny = np.finfo(np.float64).tiny
+    with np.errstate(over="ignore", under="ignore"):
+        low = min(float(np.min(np.ldexp(np.asarray(d), e))) for d in (d1, d2))
+        if scale is not None:
+            low = low * float(np.min(scale)) if np.size(scale) else low
+    if low < tiny:
+        raise KernelRangeError(f"{where} leaves float64's range (below 2.2e-308)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluated:
+    """What ``evaluate`` computed for a block: ``nngp``, ``ntk`` (true values, or None where not
+    asked for) and the gradient angles' terms ``R`` = 1 − cos φ, ``Z`` = 1 + cos φ (scaled
+    alike; None without ``angles``)."""
+
+    nngp: object = None
+    ntk: object = None
+    R: object = None
+    Z: object = None
+
+    def angles(self):
+        """φ = 2 atan2(√R, √Z), radians."""
+        return angle_from(self.R, self.Z)
+
+
+def evaluate(network, geometry: PairGeometry, *, nngp: bool = True, ntk: bool = True,
+             angles: bool = False, overwrite: bool = False, where: str = "the kernel") -> Evaluated:
+    """The kernels of the layer stack ``network`` on the pairs of ``geometry`` (module
+    docstring): the fast angle recursion for a ``HomogeneousChain``, the layer maps otherwise.
+
+    Raises:
+      KernelRangeError: a kernel asked for leaves float64's range (``where`` names it).
+    """
+    chain = homogeneous_chain(network)
+    if chain is not None:
+        L = chain.depth
+        plan = ChainPlan(chain.acts, _layer_set(chain.trainable), (None,) * L + (chain.gain(),))
+        item = next(recursion(geometry, plan, [L], kernel=ntk, angles=angles, nngp=nngp,
+                              overwrite=overwrite and not angles))
+        K, R, Z = item[1:4]
+        N = item[4] if nngp else None
+        for block, name in ((K, "NTK"), (N, "NNGP")):
+            if block is not None and not np.all(np.isfinite(block)):
+                raise KernelRangeError(f"{where}: the {name} leaves float64's range (above "
+                                       "1.8e308)")
+        return Evaluated(N, K, R, Z)
+    unit = network.homogeneous
+    act_gaps = any(layer.act.gaps_for_kernels for layer in _nonlinearities(network))
+    state = network.kernel(input_state(geometry, unit=unit, gaps=act_gaps, angles=angles))
+    scale = geometry.scale() if unit and not _is_unit(geometry) else None
+    out = {}
+    for which, wanted in (("nngp", nngp), ("ntk", ntk)):
+        if wanted:
+            label = f"{where}: the {which.upper()}"
+            _check_diagonal(state, which, label, scale)
+            out[which] = np.broadcast_to(_true(state, which, label, scale),
+                                         np.shape(geometry.angle)).copy()
+    R = Z = None
+    if angles:
+        R, Z = (np.broadcast_to(a, np.shape(geometry.angle)) for a in angle_terms_of(state))
+    return Evaluated(out.get("nngp"), out.get("ntk"), R, Z)
+
+
+def _nonlinearities(layer):
+    """The ``Nonlinearity`` layers of a stack, at any depth of nesting."""
+    from ..network.layers import Nonlinearity, Parallel, Serial
+
+    if isinstance(layer, Nonlinearity):
+        return [layer]
+    if isinstance(layer, Serial):
+        return [n for item in layer.layers for n in _nonlinearities(item)]
+    if isinstance(layer, Parallel):
+        return [n for item in layer.branches for n in _nonlinearities(item)]
+    return []
+
+
+def sweep(geometry: PairGeometry, family: MLPFamily, depths, layers=None, *, kernel=True,
+          angles=False, out=None, overwrite=False, xp=np, where: str = "the kernel"):
+    """Kernels and angle terms of ``family`` at every depth of ``depths`` in one pass.
+
+    Args:
+      geometry: the block (``PairGeometry``).
+      family: the net (``MLPFamily``).
+      depths: sorted depths L ≥ 0; layers: trainable layers (None: all; "last": the read-out
+        at every depth; a frozenset of 0-based indices).
+      kernel: yield the NTK K (true values: ``KernelRangeError`` out of range); angles: yield
+        R, Z (1 − cos φ, 1 + cos φ, any common scale).
+      out: {L: buffer} to write K into; overwrite: the geometry's arrays may serve as buffers.
+      xp: numpy, or jax.numpy (the fast path only).
+
+    Yields:
+      (L, K, R, Z) per depth, ascending.
+    """
+    depths = sorted(set(depths))
+    plan = chain_plan(family, depths[-1], layers)
+    if plan is not None:
+        yield from recursion(geometry, plan, depths, kernel=kernel, angles=angles, out=out,
+                             overwrite=overwrite, xp=xp)
+        return
+    if xp is not np:
+        raise ValueError(
+            f"activation {family.act.name!r} with w_std/b_std/residual runs on the NumPy "
+            "engines only (the JAX device engine serves bias-free homogeneous nets)")
+    unit = family.homogeneous
+    state0 = input_state(geometry, unit=unit, gaps=family.act.gaps_for_kernels, angles=angles)
+    scale = geometry.scale() if unit and not _is_unit(geometry) else None
+    shape = np.shape(geometry.angle)
+    for L, s in family.sweep_states(state0, depths, layers):
+        K = R = Z = None
+        if kernel:
+            label = f"{where}: the NTK at depth {L}"
+            _check_diagonal(s, "ntk", label, scale)
+            K = np.broadcast_to(_true(s, "ntk", label, scale), shape)
+            if out is not None and L in out:
+                out[L][...] = K
+                K = out[L]
+            else:
+                K = np.array(K)
+        if angles:
+            R, Z = (np.broadcast_to(a, shape) for a in angle_terms_of(s))
+        yield L, K, R, Z

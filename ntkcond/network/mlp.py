@@ -1,0 +1,277 @@
+"""The fully-connected nets of ``infinite_ntk``'s keywords, as layer stacks: ``MLPFamily``
+(one activation, weight and bias stds, residual blocks, every depth), built once at the
+public boundary by the one validator ``resolve_mlp``.
+
+The net of depth L (NTK parameterisation, all weights and biases N(0, 1), width m → ∞,
+s_w = ``w_std``, s_b = ``b_std``; neural-tangents'
+``stax.serial(*[Dense(m, W_std=s_w, b_std=s_b), act] * L, Dense(1, W_std=s_w, b_std=s_b))``):
+
+    z¹ = s_w/√d · W¹x + s_b b¹,
+    z^{l+1} = s_w/√m · W^{l+1} σ(z^l) + s_b b^{l+1}                  (l = 1 … L − 1)
+    f = s_w/√m · W^{L+1} σ(z^L) + s_b b^{L+1}.                                          (1)
+
+``w_std=None`` is the norm-preserving net of Liu & Hui (arXiv 2305.08813): hidden layers
+s_w² = c = 1/E[σ(z)²] (2/(1 + α²) for the leaky family; homogeneous activations only),
+read-out s_w² = 1; L = 0 is the linear model W¹x/√d. With ``residual=β`` layers 2 … L are
+residual blocks z^{l+1} = z^l + β(s_w/√m · W^{l+1} σ(z^l) + s_b b^{l+1})
+(``FanOut(2)``, ``Parallel(Serial(σ, Dense(β s_w, β s_b)), Identity())``, ``FanInSum()``).
+
+Trainable layers S (0-based: 0 is W¹, b¹; L the read-out; "last": the read-out only at every
+depth) become the ``trainable`` flags of the ``Dense`` layers. The kernels of this family at
+every depth come from one pass over its layers (``sweep_states``), each layer's map the one
+``network(L)`` uses.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..activations import ActivationFunction, parse_activation, parse_activations
+from .layers import (MAX_STD, Dense, FanInSum, FanOut, Identity, Nonlinearity, Parallel, Serial,
+                     check_std)
+from .state import PairState
+
+__all__ = ["MLPFamily", "resolve_mlp", "resolve_mlps", "NET_KEYS", "KEYWORDS", "FLAGS"]
+
+#: The keyword options of a family (in records and config.json only when set).
+NET_KEYS = ("w_std", "b_std", "residual")
+
+
+@dataclasses.dataclass(frozen=True)
+class MLPFamily:
+    """The fully-connected nets of eq. (1) at every depth (module docstring). Build with
+    ``resolve_mlp``.
+
+    Attributes:
+      act: the activation object; w_std: s_w, or None for the norm-preserving net;
+      b_std: s_b ≥ 0 (0: no biases); residual: β, or None for a plain MLP.
+    """
+
+    act: ActivationFunction
+    w_std: float | None = None
+    b_std: float = 0.0
+    residual: float | None = None
+
+    # ----------------------------------------------------------------- what the object says
+    @property
+    def homogeneous(self) -> bool:
+        """Bias-free with a positively homogeneous activation: every kernel is ‖x‖‖x′‖ times
+        a function of the input angle, whatever w_std is."""
+        return not self.b_std and self.act.homogeneous
+
+    @property
+    def is_linear(self) -> bool:
+        """A bias-free linear net (angles never change)."""
+        return self.homogeneous and self.act.is_linear
+
+    @property
+    def plain(self) -> bool:
+        """No residual blocks."""
+        return self.residual is None
+
+    @property
+    def angle_chain(self) -> bool:
+        """Plain and homogeneous: its stack is a ``HomogeneousChain`` at every depth, so the
+        fast angle recursion (and the JAX device engine, and the closest/farthest-pair
+        shortcut, whose angles do not depend on w_std) serve it."""
+        return self.homogeneous and self.plain
+
+    @property
+    def name(self) -> str:
+        """e.g. ``relu``, ``erf,w_std=1.5,b_std=0.1`` (``residual=β`` appended when set)."""
+        return ",".join([self.act.name] + [f"{k}={v:g}" for k, v in self.options().items()])
+
+    def options(self) -> dict:
+        """The keyword options that are set ({} for the default net): w_std if not None,
+        b_std if nonzero, residual if not None — what records and config.json carry."""
+        out = {}
+        if self.w_std is not None:
+            out["w_std"] = self.w_std
+        if self.b_std:
+            out["b_std"] = self.b_std
+        if self.residual is not None:
+            out["residual"] = self.residual
+        return out
+
+    def with_activation(self, act) -> "MLPFamily":
+        """The same net with another activation (checked as ``resolve_mlp`` checks)."""
+        return resolve_mlp(act, self.w_std, self.b_std, self.residual, where="MLPFamily")
+
+    # ------------------------------------------------------------------------------ layers
+    def hidden_variance(self) -> float:
+        """s_w² of the hidden layers: w_std², or c (exactly) for the norm-preserving net."""
+        return self.act.norm_preserving_scale if self.w_std is None else self.w_std**2
+
+    def readout_variance(self) -> float:
+        """s_w² of the read-out: w_std², or 1 for the norm-preserving net."""
+        return 1.0 if self.w_std is None else self.w_std**2
+
+    def dense(self, i: int, depth: int, layers=None, width=None) -> Dense:
+        """The weight layer of index i (0 = first, ``depth`` = read-out) of the depth-``depth``
+        net, trainable as ``layers`` says (None: all; "last": the read-out; a set)."""
+        readout = i == depth
+        v = self.readout_variance() if readout else self.hidden_variance()
+        b = self.b_std**2 if self.b_std else None
+        if self.residual is not None and 0 < i < depth:
+            r2 = self.residual**2
+            v, b = r2 * v, None if b is None else r2 * b
+        trainable = (layers is None or (layers == "last" and readout)
+                     or (layers != "last" and i in layers))
+        out_dim = (None if width is None else 1) if readout else width
+        return Dense(out_dim, v, b, trainable)
+
+    def block(self, i: int, depth: int, layers=None, width=None):
+        """The layers from z^i to z^{i+1} (1 ≤ i < depth): σ then ``dense(i)``, inside a
+        residual block when ``residual`` is set."""
+        inner = Serial((Nonlinearity(self.act), self.dense(i, depth, layers, width)))
+        if self.residual is None:
+            return inner
+        return Serial((FanOut(2), Parallel((inner, Identity())), FanInSum()))
+
+    def network(self, depth: int, layers=None, width=None) -> Serial:
+        """The layer stack of the depth-``depth`` net (eq. (1)); ``width`` the hidden width
+        of the finite net (None: infinite width only)."""
+        if depth == 0:
+            return Serial((self.dense(0, 0, layers, width),))
+        stack = [self.dense(0, depth, layers, width)]
+        stack += [self.block(i, depth, layers, width) for i in range(1, depth)]
+        stack += [Nonlinearity(self.act), self.dense(depth, depth, layers, width)]
+        return Serial(tuple(stack))
+
+    def sweep_states(self, state, depths, layers=None):
+        """(L, state of the output) for every depth in ``depths`` (ascending) in one pass:
+        z¹ = dense(0)(input), then per L the read-out of σ(z^L) and the next block; the layer
+        maps are those of ``network(L)`` (σ(z^L) computed once for both)."""
+        top = max(depths)
+        wanted = set(depths)
+        if 0 in wanted:
+            yield 0, self.dense(0, 0, layers).kernel(state)
+        if top == 0:
+            return
+        z = self.dense(0, top, layers).kernel(state)  # trainable flags: index-wise, any depth
+        for L in range(1, top + 1):
+            h = Nonlinearity(self.act).kernel(z)
+            if L in wanted:
+                yield L, self.dense(L, L, layers).kernel(h)
+            if L == top:
+                break
+            step = self.dense(L, top, layers).kernel(h)
+            if self.residual is not None:
+                step = FanInSum().kernel([step, z])
+            z = step
+
+
+    def linear_factor(self, depth: int, layers=None) -> float:
+        """c with K = c·XXᵀ/d for a plain bias-free linear net: |S ∩ [0, L]| times the
+        output variance gain G_L (the order of ``HomogeneousChain.gain``; 1 for the
+        norm-preserving net, so c = |S|). ValueError for other nets."""
+        if not (self.is_linear and self.plain):
+            raise ValueError(f"MLPFamily.linear_factor: expected a plain bias-free linear net, "
+                             f"got {self.name}")
+        count = 1 if layers == "last" else (depth + 1 if layers is None
+                                            else len([i for i in layers if i <= depth]))
+        if self.w_std is None:
+            return float(count)
+        v = self.w_std**2
+        gain = v
+        for _ in range(depth):
+            gain = gain * v
+        return count * gain
+
+    def check_variances(self, sq_norms, depth: int, where: str) -> None:
+        """Activations without closed forms: ``act.check_variances`` (the quadrature's
+        step-halving check) on every variance the diagonal reaches up to ``depth`` from inputs
+        of squared norms/d ``sq_norms``; ValueError naming ``where`` if it cannot reach its
+        accuracy or a variance leaves float64's range. Nothing for closed forms."""
+        if self.act.closed_form or depth == 0:
+            return
+        q = np.unique(np.asarray(sq_norms, dtype=np.float64).ravel())
+        sigma = Nonlinearity(self.act)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                z = self.dense(0, depth).variance(q)
+                seen = [z]
+                for L in range(1, depth):
+                    step = self.dense(L, depth).variance(sigma.variance(z))
+                    z = step if self.residual is None else step + z
+                    seen.append(z)
+        except ValueError as err:  # the quadrature's step needs more nodes than it may take
+            raise ValueError(f"{where}: {err}") from None
+        seen = np.concatenate(seen)
+        if not np.all(np.isfinite(seen)):
+            layer = 1 + next(i for i, v in enumerate(np.split(seen, len(seen) // q.size))
+                             if not np.all(np.isfinite(v)))
+            raise ValueError(f"{where}: the NNGP variance entering activation {self.act.name!r} "
+                             f"leaves float64's range at layer {layer} (depth {depth} asked)")
+        self.act.check_variances(seen, where)
+
+
+#: What the arguments are called in messages: the library's keywords, or a command's flags.
+KEYWORDS = {"w_std": "w_std", "b_std": "b_std", "residual": "residual", "example": "w_std=1.5"}
+FLAGS = {"w_std": "--w-std", "b_std": "--b-std", "residual": "--residual",
+         "example": "--w-std 1.5"}
+
+
+def resolve_mlp(activation, w_std=None, b_std=None, residual=None, *, where: str,
+                names: dict = KEYWORDS) -> MLPFamily:
+    """The one validator of a fully-connected net given by keywords: the ``MLPFamily``.
+
+    Args:
+      activation: any spelling of ``parse_activation``, or an ``MLPFamily`` (returned as it is:
+        it was checked when it was built; then no other option may be given).
+      w_std: s_w in [1e-150, 1e150], or None for the norm-preserving net (homogeneous
+        activations only).
+      b_std: s_b: None or 0 (no biases), or in [1e-150, 1e150].
+      residual: β in [1e-150, 1e150], or None.
+      where: the public function (or command flag group) to name in errors.
+      names: what the options are called in messages (``KEYWORDS``, or ``FLAGS`` for a
+        command's flags).
+
+    Raises:
+      TypeError: a value that is not a real number; ValueError: out of range, NaN or ±inf, or
+        a non-homogeneous activation without w_std. Messages name ``where`` and the argument.
+    """
+    if isinstance(activation, MLPFamily):
+        if (w_std, b_std or None, residual) != (None, None, None):
+            raise ValueError(f"{where}: expected either a net (MLPFamily, which carries its "
+                             "options) or an activation with w_std/b_std/residual, got both")
+        return activation
+    act = parse_activation(activation, where)
+    w = check_std(w_std, names["w_std"], where, allow_none=True, allow_zero=False)
+    b = check_std(b_std, names["b_std"], where, allow_none=True, allow_zero=True) or 0.0
+    r = check_std(residual, names["residual"], where, allow_none=True, allow_zero=False)
+    if w is None and not act.homogeneous:
+        raise ValueError(
+            f"{where}: activation {act.name!r} is not homogeneous, so there is no "
+            f"norm-preserving default; pass {names['w_std']} (e.g. {names['example']})")
+    family = MLPFamily(act, w, b, r)
+    if r is not None:
+        big = r * r * max(family.hidden_variance(), b * b)
+        if not big <= MAX_STD**2:
+            raise ValueError(f"{where}: expected {names['residual']}²·max({names['w_std']}², "
+                             f"{names['b_std']}²) <= {MAX_STD**2:g} (a normal float64), got "
+                             f"{names['residual']} {r!r}")
+    return family
+
+
+def resolve_mlps(activations, w_std=None, b_std=None, residual=None, *, where: str,
+                 names: dict = KEYWORDS) -> list:
+    """The nets of several activations with the same options: ``resolve_mlp`` of each
+    spelling of ``parse_activations`` (one spelling is one activation; each once), or
+    ``MLPFamily`` objects as they are (already checked; then no options may be given)."""
+    if isinstance(activations, MLPFamily):
+        activations = [activations]
+    items = list(activations) if not isinstance(activations, (str, ActivationFunction)) \
+        else [activations]
+    if items and all(isinstance(a, MLPFamily) for a in items):
+        if (w_std, b_std or None, residual) != (None, None, None):
+            raise ValueError(f"{where}: expected either nets (MLPFamily, which carry their "
+                             "options) or activations with w_std/b_std/residual, got both")
+        names = [a.name for a in items]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{where}: expected each net once, got {names}")
+        return items
+    acts = parse_activations(items if items else activations, where)
+    return [resolve_mlp(a, w_std, b_std, residual, where=where, names=names) for a in acts]
