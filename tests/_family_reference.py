@@ -43,6 +43,9 @@ SMOOTH = {
     "gelu": (lambda t: t * _Phi(t), lambda t: _Phi(t) + t * _phi(t)),
     "erf": (mp.erf, lambda t: 2 / mp.sqrt(mp.pi) * mp.exp(-t * t)),
     "sin": (mp.sin, mp.cos),
+    "mish": (lambda t: t * mp.tanh(mp.log1p(mp.exp(t))),
+             lambda t: (mp.tanh(mp.log1p(mp.exp(t)))
+                        + t * (1 - mp.tanh(mp.log1p(mp.exp(t))) ** 2) / (1 + mp.exp(-t)))),
 }
 
 
@@ -80,6 +83,10 @@ def _arb_fns(name):
     if name == "silu":
         sig = (lambda t: one / (one + (-t).exp()))
         return (lambda t: t * sig(t), lambda t: sig(t) + t * sig(t) * (one - sig(t)))
+    if name == "mish":
+        th = (lambda t: (one + t.exp()).log().tanh())
+        sig = (lambda t: one / (one + (-t).exp()))
+        return (lambda t: t * th(t), lambda t: th(t) + t * (one - th(t) ** 2) * sig(t))
     raise KeyError(name)
 
 

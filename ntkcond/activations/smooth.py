@@ -1,5 +1,5 @@
-"""Smooth activations without closed-form dual kernels: tanh, softplus (log(1 + eᶻ)) and
-SiLU (z/(1 + e⁻ᶻ)). Their kernels come from ``ntkcond.activations.base.ActivationFunction``:
+"""Smooth activations without closed-form dual kernels: tanh, softplus (log(1 + eᶻ)), SiLU
+(z/(1 + e⁻ᶻ)) and Mish (z·tanh(softplus z)). Their kernels come from ``ntkcond.activations.base.ActivationFunction``:
 Mehler's series (eq. (7) of ``ntkcond.activations.mehler``), or the trapezoid where the series
 does not converge, and the small gaps by the trapezoid's divided differences.
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from .base import ActivationFunction, register
 
-__all__ = ["Tanh", "Softplus", "Silu"]
+__all__ = ["Tanh", "Softplus", "Silu", "Mish"]
 
 
 def _sigmoid(z):
@@ -106,3 +106,41 @@ class Silu(ActivationFunction):
         import jax
 
         return jax.nn.silu
+
+
+@register("mish")
+@dataclasses.dataclass(frozen=True)
+class Mish(ActivationFunction):
+    """Mish (Misra 2019, arXiv 1908.08681), σ(z) = z·tanh(softplus(z)); with t = tanh(softplus
+    z) and s the logistic sigmoid, σ' = t + z(1 − t²)s and σ'' = (1 − t²)s[2 + z(1 − s − 2ts)]."""
+
+    @property
+    def name(self) -> str:
+        return "mish"
+
+    @staticmethod
+    def _ts(z):
+        z = np.asarray(z, dtype=np.float64)
+        return z, np.tanh(np.logaddexp(0.0, z)), _sigmoid(z)
+
+    def numpy(self, z):
+        z, t, _ = self._ts(z)
+        return z * t
+
+    def derivative(self, z):
+        z, t, s = self._ts(z)
+        return t + z * (1.0 - t * t) * s
+
+    def second_derivative(self, z):
+        z, t, s = self._ts(z)
+        return (1.0 - t * t) * s * (2.0 + z * (1.0 - s - 2.0 * t * s))
+
+    @property
+    def jax_fn(self) -> Callable:
+        def mish(z):
+            import jax
+            import jax.numpy as jnp
+
+            return z * jnp.tanh(jax.nn.softplus(z))
+
+        return mish
