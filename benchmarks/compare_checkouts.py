@@ -48,9 +48,13 @@ def main(argv=None) -> int:
     p.add_argument("after")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--out", default=None, help="write the Markdown result here")
-    p.add_argument("command", nargs=argparse.REMAINDER, help="-- script and flags")
-    args = p.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--" not in argv:
+        p.error("expected '-- script flags…' after the options")
+    cut = argv.index("--")
+    args, command = p.parse_args(argv[:cut]), argv[cut + 1:]
+    if not command:
+        p.error("expected a script after '--'")
     times = {"before": [], "after": []}
     walls = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
