@@ -259,7 +259,8 @@ def test_test_modules_mirror_the_package():
     files = sorted(glob.glob(os.path.join(tests, "test_*.py")))
     assert unmirrored_tests(files, _modules().values(), _packages()) == []
     others = {f for f in os.listdir(tests) if f.endswith(".py") and not f.startswith("test_")}
-    assert others <= {"conftest.py", "_reference.py", "_family_reference.py"}, others  # fixtures, references
+    assert others <= {"conftest.py", "_reference.py", "_family_reference.py",
+                      "_conv_reference.py"}, others  # fixtures, references
     assert unmirrored_tests(["t/test_largescale.py", "t/test_spectrum.py", "t/test_lobpcg.py"],
                             ["a/scale/_lobpcg.py"], ["a/spectrum"]) == ["test_largescale"]
 
