@@ -22,6 +22,7 @@ from .activations import (
 from .finite import (
     MLP as MLP,
     MonteCarloNTK as MonteCarloNTK,
+    NTKTracker as NTKTracker,
     StaxNet as StaxNet,
     empirical_ntk as empirical_ntk,
     empirical_ntk_features as empirical_ntk_features,
@@ -112,6 +113,8 @@ __all__ = [
     "from_flax",
     "from_nnx",
     "from_equinox",
+    # the NTK over training (snapshots: ntkcond.finite.NTKSnapshot)
+    "NTKTracker",
     # optimisation: from κ to steps (linearised gradient descent, exact)
     "ntk_gd_loss",
     "steps_to_loss",

@@ -30,6 +30,8 @@ COMMANDS = {
                      "check the claims of Liu & Hui (arXiv 2305.08813): PASS/FAIL/SKIPPED report"),
     "activation-study": ("ntkcond.runs.activation_study",
                          "κ_eff and gradient angles against depth for seven activations, with and without biases"),
+    "train-track": ("ntkcond.runs.train_track",
+                    "train a net with optax and track its NTK: kappa_eff, kernel distance, alignment, effective rank"),
     "biasfree-dynamics": ("ntkcond.papers.zhang_saxe_latham.experiments_run",
                           "bias-free ReLU nets as linear nets (Zhang, Saxe & Latham, arXiv 2406.12615)"),
 }

@@ -118,7 +118,7 @@ def test_scripts_and_notebooks_use_public_names_only():
 
 
 @pytest.mark.parametrize("name", ["cond_vs_depth", "cond_vs_batch", "min_angle", "check_claims",
-                                  "biasfree_dynamics", "train_vs_depth"])
+                                  "biasfree_dynamics", "train_vs_depth", "train_track"])
 def test_every_script_follows_the_cli_convention(name, capsys):
     from conftest import load_script
 
@@ -133,6 +133,8 @@ def test_every_script_follows_the_cli_convention(name, capsys):
     assert "(default: runs" in text  # defaults shown
     if name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth"):
         assert "--resume" in text and "--dataset" in text and "--depths" in text
+    if name == "train_track":  # one net per run: --depth, not --depths
+        assert "--resume" in text and "--dataset" in text and "--depth" in text
     with pytest.raises(SystemExit) as exit_:
         script.main((["all"] if name == "biasfree_dynamics" else []) + ["--no-such-flag"])
     err = capsys.readouterr().err

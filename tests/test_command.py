@@ -14,7 +14,7 @@ from ntkcond import command
 SCRIPTS = {"cond-vs-depth": "cond_vs_depth", "cond-vs-batch": "cond_vs_batch",
            "min-angle": "min_angle", "train-vs-depth": "train_vs_depth",
            "check-claims": "check_claims", "biasfree-dynamics": "biasfree_dynamics",
-           "activation-study": "activation_study"}
+           "activation-study": "activation_study", "train-track": "train_track"}
 
 
 def _flags(text: str) -> set:
