@@ -253,3 +253,23 @@ def test_build_model_and_small_initialisation():
     assert len(jax.tree_util.tree_leaves(biased.params)) == 6  # 3 weights, 3 biases
     with pytest.raises(ValueError, match="build_model: expected arch 'mlp', got 'cnn'"):
         tt.build_model("cnn", 5, depth=1, width=4, activation="relu", init_seed=0)
+
+
+def test_float32_training_tracks_the_float64_kernel_of_its_parameters(tmp_path, capsys):
+    import jax
+
+    from ntkcond import NTKTracker, datasets, mlp
+    from ntkcond._core.x64 import x64
+
+    out = tmp_path / "run"
+    assert tt.main(["--train", "32", "--width", "8", "--steps", "5", "--snapshots", "2", "--dtype", "float32",
+                    "--no-progress", "--out", str(out)]) == 0
+    assert "trained in float32" in capsys.readouterr().out
+    with np.load(out / "checkpoint.npz", allow_pickle=False) as f:
+        weights = [f["leaf_00000"], f["leaf_00001"]]
+    assert all(w.dtype == np.float32 for w in weights)
+    ds = datasets.load("digits")
+    x = ds.x[datasets.batches(ds, 32, seed=0, max_batches=1)[0]]
+    with x64():
+        snap = NTKTracker(mlp(1, 8), x).update([jax.numpy.asarray(w) for w in weights], 5)
+    assert snap.kappa_eff == records(out)[-1]["kappa_eff"]

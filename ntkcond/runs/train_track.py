@@ -5,7 +5,8 @@ One training set x (n, d) of a data set (the first batch of ``datasets.batches(d
 seed=seed)``) with targets y (``runs.train_records.make_targets``), and the probe inputs: its
 first ``n_probe`` rows (so the kernel is the one that drives the training, and the alignment is
 with the training targets). The model (``TrackModel``; from the command's flags by
-``build_model``) is trained in float64 (scoped ``x64``) by optax SGD or Adam on
+``build_model``) is trained in float64 (scoped ``x64``; or float32, ``dtype``: the tracked
+kernels are float64 either way) by optax SGD or Adam on
 
     L(θ) = (1/2b) Σ_{i ∈ batch} (f(θ, xᵢ) − yᵢ)²,                                          (1)
 
@@ -65,6 +66,8 @@ SNAPSHOT_FIELDS = ("kappa_eff", "lambda_max", "lambda_min_nonzero", "rank", "pre
 CSV_FIELDS = ["step", "loss", *SNAPSHOT_FIELDS, "seconds"]
 #: The optimizers of the command, and the learning rate each takes by default.
 OPTIMIZERS = {"sgd": 0.5, "adam": 1e-3}
+#: Training dtypes (the tracked kernels are float64 whatever the training's dtype).
+DTYPES = {"float64": np.float64, "float32": np.float32}
 _INSTALL = "pip install 'ntkcond[train]' (or pip install optax)"
 
 
@@ -236,8 +239,8 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
                 n_probe: int | None = None, optimizer: str = "sgd", lr: float | None = None,
                 steps: int = 1000, batch_size: int | None = None, snapshots=None,
                 target: str = "lt5", center: bool = True, seed: int = 0,
-                keep_spectra: bool = False, resume: bool = False, overwrite: bool = False,
-                progress: bool = True) -> TrackRun:
+                dtype: str = "float64", keep_spectra: bool = False, resume: bool = False,
+                overwrite: bool = False, progress: bool = True) -> TrackRun:
     """Train ``model`` on ``ds`` and snapshot its NTK (module docstring) into the run ``out``.
 
     Args:
@@ -249,6 +252,8 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
       steps: optimizer steps; batch_size: minibatch rows (None: full batch, b = n).
       snapshots: the steps to snapshot (``snapshot_steps``; default 20 log-spaced).
       target, center: ``make_targets``; seed: which rows, and the minibatch order.
+      dtype: "float64" or "float32", the training's (params, optimizer state, data); the
+        tracked kernels are float64 either way (of the parameters as they are).
       keep_spectra: store each snapshot's eigenvalues (records and spectra.npz).
       resume, overwrite: the run-directory policy (``runs.rundir``); progress: a tqdm bar.
 
@@ -265,6 +270,8 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
     if not isinstance(model, TrackModel):
         raise TypeError(f"{where}: expected model as a TrackModel (build_model), got "
                         f"{type(model).__name__}")
+    if dtype not in DTYPES:
+        raise ValueError(f"{where}: expected dtype in {list(DTYPES)}, got {dtype!r}")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"{where}: expected optimizer in {sorted(OPTIMIZERS)}, got {optimizer!r}")
     lr = OPTIMIZERS[optimizer] if lr is None else positive(lr, "lr", where)
@@ -290,7 +297,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
               "target": target, "center": bool(center), "seed": seed, "model": model.config,
               "optimizer": optimizer, "lr": lr, "steps": steps,
               "batch_size": batch_size, "snapshots": schedule, "keep_spectra": bool(keep_spectra),
-              "loss": "0.5*mean((f-y)^2) over the (mini)batch", "dtype": "float64",
+              "loss": "0.5*mean((f-y)^2) over the (mini)batch", "dtype": dtype,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x[index], y)}
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                     where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
@@ -299,13 +306,13 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
             "resumed_records": len(run.records), "versions": _versions()}, where)
         resumed = len(run.records)
         with x64():
-            params0 = jax.tree_util.tree_map(lambda w: jnp.asarray(w, jnp.float64), model.params)
+            params0 = jax.tree_util.tree_map(lambda w: jnp.asarray(w, DTYPES[dtype]), model.params)
             state = (params0, tx.init(params0))
             todo, start = _resume_point(run, schedule, state, tracker, params0, where)
             if todo and start[0] > 0:
                 state = start[1]
             step_fn, loss_fn = _compiled(model.apply_fn, tx)
-            xj, yj = jnp.asarray(x), jnp.asarray(y)
+            xj, yj = jnp.asarray(x, DTYPES[dtype]), jnp.asarray(y, DTYPES[dtype])
             from tqdm.auto import tqdm
 
             t = start[0]
@@ -447,6 +454,8 @@ def describe(config: dict) -> str:
     net += "".join(f" {k}={m[k]:g}" for k in ("w_std", "b_std", "residual") if k in m)
     if m.get("init_scale", 1.0) != 1.0:
         net += f" init×{m['init_scale']:g}"
+    if config["dtype"] != "float64":
+        net += f", trained in {config['dtype']}"
     name = os.path.basename(config["dataset"]) if config["dataset"].endswith(".npz") else config["dataset"]
     batch = "full batch" if config["batch_size"] is None else f"batch {config['batch_size']}"
     return (f"{name} ({config['split']}), n = {config['n']}, probe {config['n_probe']}: {net}; "
@@ -511,7 +520,7 @@ The training set is the first --train images (shuffled with --seed), targets fro
 (--target lt5: +1 for label < 5, -1 otherwise; even; class:K), centred unless --no-center; the
 probe inputs are its first --probe images. The net (--arch mlp: ntkcond.mlp of --depth,
 --width, --activation and the network flags, NTK parameterisation, weights from
-PRNGKey(--init-seed) times --init-scale) is trained in float64 by optax (--optimizer sgd or adam,
+PRNGKey(--init-seed) times --init-scale) is trained in --dtype (float64) by optax (--optimizer sgd or adam,
 --lr) on 1/2 mean (f - y)^2, full batch or --batch-size rows per step, for --steps steps. At
 step 0, --steps and --snapshots steps in all (--spacing log or linear; or the steps --at) the
 exact float64 NTK of the probe inputs is computed (ntkcond.NTKTracker) and one record written.
@@ -560,6 +569,8 @@ def build_parser(prog: str | None = None):
     p.add_argument("--spacing", choices=["log", "linear"], default="log", help="of the snapshots")
     p.add_argument("--at", type=str, default=None,
                    help="snapshot exactly these steps instead, e.g. 0,10,100 (0 and --steps added)")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float64",
+                   help="the training's dtype (the tracked NTK is float64 either way)")
     p.add_argument("--save-spectra", action="store_true",
                    help="keep every snapshot's eigenvalues (records, spectra.npz)")
     p.add_argument("--target", default="lt5", help="lt5, even or class:K (K = 0..9)")
@@ -586,7 +597,7 @@ def _run_command(args):
                           n_probe=args.probe, optimizer=args.optimizer, lr=args.lr,
                           steps=args.steps, batch_size=args.batch_size, snapshots=schedule,
                           target=args.target, center=not args.no_center, seed=args.seed,
-                          keep_spectra=args.save_spectra, resume=args.resume,
+                          dtype=args.dtype, keep_spectra=args.save_spectra, resume=args.resume,
                           overwrite=args.overwrite, progress=not args.no_progress)
     except ImportError as err:  # optax missing: one line, exit 2
         raise ValueError(str(err)) from None
