@@ -66,6 +66,7 @@ def test_command_writes_its_run_directory(tmp_path, capsys):
         assert f["eigenvalues"][-1, -1] == recs[-1]["lambda_max"]
     prov = [json.loads(line) for line in open(out / "provenance.jsonl")]
     assert len(prov) == 1 and prov[0]["versions"]["optax"] and prov[0]["time"].endswith("+00:00")
+    assert prov[0]["command"].startswith("python scripts/train_track.py --train 64 --probe 32 ")
     assert (out / "figure.png").stat().st_size > 20_000
     # the last record is the tracker's snapshot of the checkpoint's parameters
     with np.load(out / "checkpoint.npz", allow_pickle=False) as f:

@@ -194,11 +194,14 @@ def init_table(rows) -> list[str]:
 
 
 def repro_table(rows) -> list[str]:
-    out = ["| data | L, σ | steps | κ_eff 0 (train-vs-depth's) | κ_eff end (train-vs-depth's) | drift end (train-vs-depth's) | kernel distance end | λmax end/0 | alignment 0 → end |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| data | L, σ | steps | κ_eff 0 (train-vs-depth's) | κ_eff end (train-vs-depth's) | drift D end (train-vs-depth's) | kernel distance S end | ‖K‖ end/0 = ρ | shape part √(2ρS) | λmax end/0 | alignment 0 → end |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "loss_0" not in r:
             continue
+        # D² = ρ² + 1 − 2ρ(1 − S): the drift D splits into the growth ρ − 1 and the shape change S
+        S, D = r["kernel_distance_end"], r["ntk_drift_end"]
+        rho = (1 - S) + math.sqrt((1 - S) ** 2 - 1 + D * D)
         ref = next(t for t in csv.DictReader(open(os.path.join(HERE, f"train_vs_depth_{r['dataset']}.csv"),
                                                   encoding="utf-8"))
                    if t["width"] == "512" and int(t["depth"]) == r["depth"] and t["activation"] == r["activation"])
@@ -206,7 +209,8 @@ def repro_table(rows) -> list[str]:
                    f"{g(r['kappa_eff_0'], 6)} ({g(float(ref['kappa_eff']), 6)}) | "
                    f"{g(r['kappa_eff_end'], 6)} ({g(float(ref['kappa_eff_end']), 6)}) | "
                    f"{g(r['ntk_drift_end'], 4)} ({g(float(ref['ntk_drift']), 4)}) | "
-                   f"{g(r['kernel_distance_end'])} | {r['lambda_max_end'] / r['lambda_max_0']:.3g} | "
+                   f"{g(r['kernel_distance_end'])} | {rho:.3g} | {math.sqrt(2 * rho * S):.3g} | "
+                   f"{r['lambda_max_end'] / r['lambda_max_0']:.3g} | "
                    f"{g(r['alignment_0'])} → {g(r['alignment_end'])} |")
     return out
 

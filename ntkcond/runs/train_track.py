@@ -240,7 +240,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
                 steps: int = 1000, batch_size: int | None = None, snapshots=None,
                 target: str = "lt5", center: bool = True, seed: int = 0,
                 dtype: str = "float64", keep_spectra: bool = False, resume: bool = False,
-                overwrite: bool = False, progress: bool = True) -> TrackRun:
+                overwrite: bool = False, progress: bool = True, command: str | None = None) -> TrackRun:
     """Train ``model`` on ``ds`` and snapshot its NTK (module docstring) into the run ``out``.
 
     Args:
@@ -256,6 +256,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
         tracked kernels are float64 either way (of the parameters as they are).
       keep_spectra: store each snapshot's eigenvalues (records and spectra.npz).
       resume, overwrite: the run-directory policy (``runs.rundir``); progress: a tqdm bar.
+      command: the command line recorded in provenance.jsonl (default: this process's).
 
     Raises:
       ImportError: optax is not installed (the ``train`` extra).
@@ -302,7 +303,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                     where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         append_jsonl(run.file("provenance.jsonl"), {
-            "time": _now(), "command": " ".join(map(shlex.quote, sys.argv)),
+            "time": _now(), "command": command or " ".join(map(shlex.quote, sys.argv)),
             "resumed_records": len(run.records), "versions": _versions()}, where)
         resumed = len(run.records)
         with x64():
@@ -494,6 +495,7 @@ def plot_train_track(records, path: str, *, title: str = "", metadata: dict | No
         ax.plot(steps, values, "o-", ms=3, color="C3")
         ax.set(xlabel="step", ylabel=label, yscale=yscale)
         ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(0, max(1, steps[-1]) * 1.3)
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -586,7 +588,7 @@ def model_from_flags(args, d: int) -> TrackModel:
                        init_seed=args.init_seed, init_scale=args.init_scale, **net_kwargs(args))
 
 
-def _run_command(args):
+def _run_command(args, command: str):
     if args.snapshots < 2:
         raise ValueError(f"--snapshots: expected an integer >= 2 (step 0 and --steps), got {args.snapshots}")
     ds = load_data(args, seed=args.seed)
@@ -598,7 +600,7 @@ def _run_command(args):
                           steps=args.steps, batch_size=args.batch_size, snapshots=schedule,
                           target=args.target, center=not args.no_center, seed=args.seed,
                           dtype=args.dtype, keep_spectra=args.save_spectra, resume=args.resume,
-                          overwrite=args.overwrite, progress=not args.no_progress)
+                          overwrite=args.overwrite, progress=not args.no_progress, command=command)
     except ImportError as err:  # optax missing: one line, exit 2
         raise ValueError(str(err)) from None
     print(run.title)
@@ -613,4 +615,6 @@ def _run_command(args):
 def main(argv=None, prog: str | None = None) -> int:
     """The command: parse ``argv``, train and track, print the table; 0, 2 or 130."""
     p = build_parser(prog)
-    return run_main(p.prog, p, _run_command, argv)
+    invoked = f"python scripts/{NAME}.py" if prog is None else prog
+    command = " ".join([invoked, *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
+    return run_main(p.prog, p, lambda args: _run_command(args, command), argv)
