@@ -142,6 +142,7 @@ def test_plain_apply_fn_fields_equal_jacrev_along_training():
 
 
 @pytest.mark.nt
+@pytest.mark.slow  # importing neural-tangents (tensorflow) takes most of its ~9 s
 def test_neural_tangents_stax_apply_fn_and_from_stax():
     # the stand-in for ntkcond.stax: neural-tangents' own stax interface
     stax = pytest.importorskip("neural_tangents.stax")
@@ -341,6 +342,7 @@ def test_a_model_net_with_several_outputs_is_refused_at_construction():
         tracker.update(net.params, 0)
 
 
+@pytest.mark.slow  # a fresh interpreter and 1,000 optax steps: ~10 s
 def test_the_training_page_example_prints_what_the_page_says():
     # docs/training.md: its optax example runs as printed (a fresh interpreter), and its table
     # matches the page's to 1e-3 relative for every number (printed to 4 digits; the training

@@ -243,15 +243,16 @@ def figures(width_rows, init_rows, runs, out_dir) -> list[str]:
             axes[2].plot(ms, [r["kappa_eff_end"] / r["kappa_eff_0"] for r in sel], ls, color=colour, marker=marker,
                          mfc="none", label=label)
         m = np.array(WIDTHS, float)
-        axes[0].plot(m, 0.5 * (m / 64) ** -0.5, ":", color="grey", label="∝ m^-1/2")
-        axes[1].plot(m, 1e-3 * (m / 64) ** -1.0, ":", color="grey", label="∝ m^-1")
+        for ax, top, powers in ((axes[0], 0.5, (0.5, 1.0)), (axes[1], 1e-2, (1.0, 2.0))):
+            for k, power in zip((":", "-."), powers):
+                ax.plot(m, top * (m / 64) ** -power, k, color="grey", label=f"∝ m^-{power:g}")
+            ax.legend(fontsize=7)
         steps = sorted({r["steps"] for r in done})
         for ax, ylabel in zip(axes, ["‖K_end − K₀‖_F / ‖K₀‖_F", "kernel distance 1 − cos(K₀, K_end)",
                                       "κ_eff(end) / κ_eff(0)"]):
             ax.set(xscale="log", yscale="log" if "κ" not in ylabel else "linear", xlabel="width m", ylabel=ylabel)
             ax.grid(alpha=0.3)
         axes[2].axhline(1, color="grey", lw=0.8)
-        axes[0].legend(fontsize=7)
         fig.suptitle(f"One hidden layer, full-batch SGD for {', '.join(map(str, steps))} steps on 256 test "
                      "images; the NTK of those 256 images at the end against step 0", fontsize=10)
         fig.tight_layout()

@@ -145,7 +145,8 @@ class NTKTracker:
         rtol/atol not numbers.
       ValueError: x empty or with NaN/Inf (the row is named); y of another length, not finite
         or zero; ``trainable`` other than "all" for a model that is not an ``ntkcond.mlp`` net;
-        x that does not fit the net (d); a ``ModelNet`` whose outputs are not one per example.
+        x not (n, d) for an ``ntkcond.mlp`` net; a ``ModelNet`` whose outputs are not one per
+        example.
       InsufficientMemoryError: the n × n kernels would not fit in memory (a smaller probe batch).
     """
 
@@ -241,7 +242,8 @@ class NTKTracker:
         Raises:
           TypeError: step not an integer; a parameter leaf complex or not numeric.
           ValueError: a step not after the previous one; probe inputs x of another shape than
-            the tracker's, or with NaN/Inf; params of another model (structure or shapes); NaN/Inf in a parameter (the step, the leaf and the entry are named); a
+            the tracker's, or with NaN/Inf; params of another model (structure or shapes; for
+            an ``ntkcond.mlp`` net, shapes that do not fit the probe inputs' d); NaN/Inf in a parameter (the step, the leaf and the entry are named); a
             model whose outputs are not one per example; a kernel that is all zero (a dead
             net) or not finite.
         """
