@@ -42,7 +42,7 @@ from .._core.arrays import check_finite, check_param_leaves, check_real
 from .._core.checks import as_count, resolve_trainable
 from .._core.memory import array_bytes, check_memory
 from .._core.x64 import x64
-from ..spectrum import conditioning_core, resolve_tolerances, scale_trusted
+from ..spectrum import conditioning_core, effective_rank, resolve_tolerances, scale_trusted
 from .adapters import ModelNet
 from .empirical import empirical_ntk
 from .generic import StaxNet, empirical_ntk_fn
@@ -98,13 +98,6 @@ class NTKSnapshot:
 
 #: The columns of ``NTKTracker.frame``: every field but the spectrum.
 FRAME_COLUMNS = tuple(f.name for f in dataclasses.fields(NTKSnapshot) if f.name != "eigenvalues")
-
-
-def effective_rank(eigenvalues: np.ndarray, cutoff: float) -> float:
-    """exp(−Σ pᵢ log pᵢ), pᵢ = λᵢ/Σλⱼ over the eigenvalues above ``cutoff`` (> 0), eq. (2)."""
-    lam = eigenvalues[eigenvalues > cutoff]
-    p = lam / np.sum(lam)
-    return float(np.exp(-np.sum(p * np.log(p))))
 
 
 class NTKTracker:
@@ -371,11 +364,12 @@ class NTKTracker:
             y = self._y
             alignment = float(y @ Ks @ y) / (norm * float(y @ y))
         eig_scaled = np.ldexp(cond.eigenvalues, -e)  # the same eigenvalues, in Ks's units
+        above = eig_scaled[eig_scaled > math.ldexp(cond.cutoff, -e)]  # eq. (2): those of eq. (1)
         return NTKSnapshot(
             step=step, kappa_eff=cond.kappa_eff, lambda_max=cond.lambda_max,
             lambda_min_nonzero=cond.lambda_min_nonzero, rank=cond.rank,
             precision_limited=cond.precision_limited,
-            effective_rank=effective_rank(eig_scaled, math.ldexp(cond.cutoff, -e)),
+            effective_rank=effective_rank(above),
             kernel_distance=distance, alignment=alignment, ntk_drift=drift,
             eigenvalues=np.array(cond.eigenvalues) if self._keep else None)
 
