@@ -141,11 +141,12 @@ def test_plain_apply_fn_fields_equal_jacrev_along_training():
     assert isinstance(snaps[0], NTKSnapshot) and snaps[0].kernel_distance == 0.0
 
 
-@pytest.mark.nt
-@pytest.mark.slow  # importing neural-tangents (tensorflow) takes most of its ~9 s
-def test_neural_tangents_stax_apply_fn_and_from_stax():
-    # the stand-in for ntkcond.stax: neural-tangents' own stax interface
-    stax = pytest.importorskip("neural_tangents.stax")
+def test_ntkcond_stax_apply_fn_and_from_stax():
+    """An ``ntkcond.stax`` net (neural-tangents' interface; its Layer unpacks as the triple),
+    tracked through its ``apply_fn`` and as a ``StaxNet`` (``ntkcond.from_stax``): both equal
+    the jacrev reference, and each other bit for bit (the same route)."""
+    from ntkcond import stax
+
     init_fn, apply_fn, kernel_fn = stax.serial(stax.Dense(24, W_std=1.5, b_std=0.05), stax.Relu(),
                                                stax.Dense(1))
     x, y = probe(seed=4)
@@ -155,6 +156,8 @@ def test_neural_tangents_stax_apply_fn_and_from_stax():
     wrapped, _ = train_and_check(ntkcond.from_stax(init_fn, apply_fn, kernel_fn), apply_fn, params,
                                  x, y, lr=2.0)
     assert [s.kappa_eff for s in plain] == [s.kappa_eff for s in wrapped]
+    assert repr(NTKTracker(ntkcond.from_stax(*stax.serial(stax.Dense(1))), x)).startswith(
+        "NTKTracker(stax, n=16")
 
 
 def test_planted_errors_in_a_field_are_caught():

@@ -114,8 +114,9 @@ class NTKTracker:
       model: what f(θ, x) is: an ``ntkcond.mlp`` net (``MLP`` or ``GeneralMLP``; its params are
         the list ``net.init`` returns; the structured route), a ``ModelNet`` from
         ``ntkcond.from_flax``, ``from_nnx`` or ``from_equinox`` (params: the pytree like
-        ``model.params``), a ``StaxNet`` from ``ntkcond.from_stax``, or any callable
-        ``apply_fn(params, x)`` (a stax net's ``apply_fn`` too) acting on the examples
+        ``model.params``), a ``StaxNet`` from ``ntkcond.from_stax`` (of an ``ntkcond.stax``
+        net: ``from_stax(*stax.serial(...))``), or any callable ``apply_fn(params, x)`` (an
+        ``ntkcond.stax`` or neural-tangents stax net's ``apply_fn`` too) acting on the examples
         independently. The model must have one output per example: f(θ, x) of shape (n,) or
         (n, 1).
       x: the probe inputs, (n, …) (n, d for ``ntkcond.mlp`` nets); copied as float64.
