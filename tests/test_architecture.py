@@ -132,7 +132,7 @@ def test_every_script_follows_the_cli_convention(name, capsys):
     text = capsys.readouterr().out
     assert "--out" in text and "--overwrite" in text and "--no-progress" in text
     assert "(default: runs" in text  # defaults shown
-    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth"):
+    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth", "train_track"):
         assert "--resume" in text and "--dataset" in text and "--depths" in text
     with pytest.raises(SystemExit) as exit_:
         script.main((["all"] if name == "biasfree_dynamics" else []) + ["--no-such-flag"])
