@@ -49,7 +49,8 @@ from .._core.checks import as_count, positive
 from .._core.io import append_jsonl, atomic_savefig, atomic_write
 from .._core.x64 import x64
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  load_data, nets_from_args, parse_depths, positive_float, positive_int, run_main)
+                  fully_connected_only, load_data, nets_from_args, parse_depths, positive_float,
+                  positive_int, run_main)
 from .depth import finite_net
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
@@ -559,7 +560,6 @@ def build_parser(prog: str | None = None):
     p.add_argument("--train", type=positive_int, default=256, help="training-set size n")
     p.add_argument("--probe", type=positive_int, default=None,
                    help="probe inputs: the first PROBE training images (default min(n, 256))")
-    p.add_argument("--arch", choices=["mlp"], default="mlp", help="the model")
     p.add_argument("--width", type=positive_int, default=512, help="hidden width m")
     add_network_arguments(p, depths="1", activations=("relu",))  # one of each: one net per run
     p.add_argument("--init-scale", type=positive_float, default=1.0,
@@ -589,7 +589,7 @@ def build_parser(prog: str | None = None):
 def net_from_flags(args) -> tuple:
     """(the ``MLPFamily``, its depth L) of the command's network flags, built once: the one
     net of ``nets_from_args`` (one activation) at the one depth of ``--depths``."""
-    nets = nets_from_args(args)
+    nets = fully_connected_only(nets_from_args(args), "train-track")
     if len(nets) != 1:
         raise ValueError(f"--activations: expected one activation (train-track trains one net), "
                          f"got {[n.act.name for n in nets]}")
