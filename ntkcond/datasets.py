@@ -43,6 +43,7 @@ import numpy as np
 
 from ._core.checks import as_count
 from ._core.memory import check_memory
+from ._core.quiet import quiet_import
 
 __all__ = ["Dataset", "DataUnavailableError", "TFDS_NAMES", "load", "batches"]
 
@@ -366,8 +367,7 @@ def _load_tfds(name: str, split: str, data_dir, where: str):
         f"path/to/file.npz --preset {name}"
     )
     try:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
-        import tensorflow_datasets as tfds
+        tfds = quiet_import("tensorflow_datasets")  # without TensorFlow's C++ start-up lines
     except ImportError:
         raise DataUnavailableError(
             f"{where}: {name} needs tensorflow-datasets (pip install 'ntkcond[tfds]'); or {ways_out}"

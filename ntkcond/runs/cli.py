@@ -25,6 +25,7 @@ import sys
 
 from .. import datasets
 from .._core.checks import MAX_DEPTH, as_depth
+from .provenance import command_line
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -32,7 +33,12 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with defaults shown in ``--help`` and one-line errors (exit 2)."""
+    """argparse with defaults shown in ``--help`` and one-line errors (exit 2).
+
+    ``invocation``: how the command is run (``ntkcond cond-vs-depth`` or ``python
+    scripts/cond_vs_depth.py``), the head of the command line ``run_main`` records."""
+
+    invocation: str = ""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -53,7 +59,9 @@ def command_parser(name: str, doc: str, prog: str | None = None) -> Parser:
     ``python scripts/<name>.py`` or ``prog``.
     """
     command = f"python scripts/{name}.py" if prog is None else prog
-    return parser(name if prog is None else prog, doc.replace("{command}", command))
+    p = parser(name if prog is None else prog, doc.replace("{command}", command))
+    p.invocation = command
+    return p
 
 
 def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = True) -> None:
@@ -272,13 +280,20 @@ def load_data(args) -> datasets.Dataset:
                          normalize=args.normalize)
 
 
-def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
-    """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr.
+def run_main(prog: str, p: Parser, run, argv=None) -> int:
+    """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr. The
+    command line (``p.invocation`` and ``argv``) is what ``runs.provenance`` records.
 
     ValueError/TypeError (bad input) and OSError (unwritable --out, full disk, missing file):
     exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
+    with command_line((p.invocation or prog).split() + argv):  # recorded in config.json
+        return _run(prog, args, argv, run)
+
+
+def _run(prog: str, args, argv, run) -> int:
     joined = False
     try:
         if hasattr(args, "processes"):  # the process flags (``runs.launcher``)
@@ -288,7 +303,7 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
             if code is not None:  # this process started the others and waited for them
                 return code
             joined = _joined()
-        run(args)
+        status = run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
@@ -302,7 +317,7 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
         where = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
         return _failed(2, joined)
-    return 0
+    return status if isinstance(status, int) else 0  # a command's own status (check-claims --strict)
 
 
 def _joined() -> bool:
