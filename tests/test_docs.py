@@ -73,7 +73,7 @@ def test_links_are_rewritten_for_the_site(gen):
 def test_every_docs_page_and_notebook_is_in_the_nav(gen):
     with open(os.path.join(REPO, "mkdocs.yml"), encoding="utf-8") as f:
         nav = f.read().split("\nnav:", 1)[1]
-    pages = [p for p in gen.docs_pages() if not p.startswith("results/")] + [
+    pages = list(gen.docs_pages()) + [  # the results pages too
         f"notebooks/{f}" for f in os.listdir(os.path.join(REPO, "notebooks")) if f.endswith(".ipynb")]
     assert "models.md" in pages
     for page in pages:
@@ -93,6 +93,19 @@ def test_strict_build_ignores_plain_text_indices_only():
     assert not keep(record("j")) and not keep(record("0"))
     assert keep(record("ntkcond.no_such_name"))
     assert keep(logging.LogRecord("mkdocs", logging.WARNING, __file__, 1, "Doc file 'a.md' contains a link", None, None))
+
+
+def test_readme_counts_the_subcommands_of_the_registry():
+    """The README's number of subcommands is len(COMMANDS) (derived, not counted by hand)."""
+    import re
+
+    from ntkcond.command import COMMANDS
+
+    words = {"six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+    text = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    counts = [words.get(m, None) or int(m) for m in
+              re.findall(r"the (\w+) subcommands", text) if m in words or m.isdigit()]
+    assert counts and all(c == len(COMMANDS) for c in counts), counts
 
 
 def test_readme_lists_the_registered_activations():

@@ -6,8 +6,9 @@
   ``TQDM_DISABLE`` (any value but ``""``, ``0``, ``false``, ``no``, as tqdm reads it);
 * a tqdm bar when stderr is a terminal;
 * otherwise (a log file, a pipe, CI) ``LineProgress``: plain lines, no carriage returns —
-  ``desc: 12/110 kernels (11%), 3.2 s`` each time another tenth of the total is done (or every
-  ``LINE_SECONDS`` when the total is unknown or the work is slow), and one closing line.
+  ``desc: 12/110 kernels (11%), 3.2 s`` when another tenth of the total is done and at least
+  ``MIN_SECONDS`` passed since the last line (or every ``LINE_SECONDS`` when the total is
+  unknown), and one closing line with the final count: a quick job prints one line.
 
 Each has ``update(n)``, ``set_postfix_str(text)`` and ``close()``, works as a context manager
 and, given an iterable, iterates it. Totals are given wherever they are known (an iterable
@@ -19,10 +20,12 @@ import os
 import sys
 import time
 
-__all__ = ["progress_bar", "LineProgress", "progress_disabled", "LINE_SECONDS"]
+__all__ = ["progress_bar", "LineProgress", "progress_disabled", "LINE_SECONDS", "MIN_SECONDS"]
 
-#: Seconds between the plain lines of ``LineProgress`` when the total is unknown or slow.
+#: Seconds between the plain lines of ``LineProgress`` when the total is unknown.
 LINE_SECONDS = 60.0
+#: Fewest seconds between two lines of ``LineProgress`` (the closing line aside).
+MIN_SECONDS = 5.0
 
 
 def progress_disabled() -> bool:
@@ -72,8 +75,9 @@ class LineProgress:
         self.n += n
         if self.disable:
             return
-        if (self.total and self._tenth() > self.last_tenth) or \
-                time.monotonic() - self.last_time >= LINE_SECONDS:
+        since = time.monotonic() - self.last_time
+        if (self.total and self._tenth() > self.last_tenth and since >= MIN_SECONDS) or \
+                since >= LINE_SECONDS:
             self._emit()
 
     def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:

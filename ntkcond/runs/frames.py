@@ -35,7 +35,7 @@ def frame(records, config: dict):
     """The DataFrame ``load`` makes of a run directory holding ``config`` and ``records``:
     each record as JSON reads it back (tuples become lists), one row per record, columns in
     order of first appearance, ``attrs`` the config."""
-    pd = _pandas("ntkcond.runs.frame")
+    pd = _pandas("ntkcond.runs.frames.frame")
     records = [json.loads(json.dumps(r)) for r in records]
     out = pd.DataFrame.from_records(records) if records else pd.DataFrame()
     out.attrs = json.loads(json.dumps(config))

@@ -56,9 +56,9 @@ def _version(name: str):
 
 def provenance(call: str) -> dict:
     """One provenance entry (module docstring) for the library call ``call``."""
-    from .. import __version__
+    import ntkcond
 
-    entry = {"ntkcond": __version__, "python": platform.python_version()}
+    entry = {"ntkcond": ntkcond.__version__, "python": platform.python_version()}
     entry.update({name: _version(name) for name in VERSIONED})
     entry.update(platform=platform.platform(), command=current_command(), call=call,
                  time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))

@@ -47,7 +47,7 @@ import numpy as np
 from .._core.io import append_jsonl, atomic_write, fsync_dir, write_nofollow
 from .provenance import provenance
 
-__all__ = ["RunDir", "RunLockedError", "open_run", "data_fingerprint", "check_record_fields",
+__all__ = ["RunDir", "MemoryRun", "RunLockedError", "open_run", "data_fingerprint", "check_record_fields",
            "read_records"]
 
 CONFIG = "config.json"
@@ -123,6 +123,26 @@ class RunDir:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class MemoryRun(RunDir):
+    """A run without a directory (``open_run(None, ...)``): the same configuration
+    (provenance included), keys and records, held in memory; ``append`` only remembers,
+    ``file`` is None (callers write no outputs), nothing is locked."""
+
+    def __init__(self, config, key_fields):
+        super().__init__(None, config, key_fields, [], None)
+
+    def file(self, name: str) -> None:
+        return None
+
+    def append(self, record: dict) -> None:
+        k = self.key(record)
+        if k in self.done:
+            raise ValueError(f"MemoryRun.append: record {dict(zip(self.key_fields, k))} is "
+                             "already done")
+        self.records.append(record)
+        self.done.add(k)
 
 
 def _hashable(v):
@@ -307,7 +327,9 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
     """Create, resume or overwrite a run directory, and lock it.
 
     Args:
-      path: the folder (created if missing; its parent must be writable).
+      path: the folder (created if missing; its parent must be writable), or None for a run
+        held in memory (``MemoryRun``: no files, no lock; ``resume`` and ``overwrite`` are
+        meaningless there and refused).
       config: JSON-serialisable description of everything that determines the results (put a
         ``data_fingerprint(x)`` in it).
       key_fields: record fields identifying a work item, e.g. ("batch_index", "depth", ...).
@@ -332,6 +354,16 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
     """
     if resume and overwrite:
         raise ValueError(f"{where}: expected at most one of --resume and --overwrite, got both")
+    if path is None:
+        if resume or overwrite:
+            raise ValueError(f"{where}: expected a run directory (out) to "
+                             f"{'resume' if resume else 'overwrite'}, got None (a run in memory)")
+        config = json.loads(json.dumps(config))
+        if PROVENANCE in config:
+            raise ValueError(f"{where}: expected a configuration without {PROVENANCE!r} "
+                             "(open_run records it), got one")
+        config[PROVENANCE] = [provenance(where)]
+        return MemoryRun(config, key_fields)
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str) or not path.strip():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import plot
 from ...infinite import angles as _angles
 from ...infinite.kernels import infinite_ntk
 from ...spectrum import conditioning
@@ -171,9 +172,12 @@ def check_infinite_depth(formulas=Formulas(), fast=True, outdir=None, data_dir=N
     rate = loglog_slope(depths, np.abs(kappas - (n + 3) / 3))
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    axes[0].loglog(fit_depths, np.max(np.abs(phis - limit), 1), "o-")
+    axes[0].plot(fit_depths, np.max(np.abs(phis - limit), 1), "o-")
     axes[0].set(xlabel="depth L", ylabel="max |φ − limit| (rad)", title="gradient angle limit")
-    axes[1].semilogx(depths, kappas, "o-", label="κ(normalised NTK)")
+    plot.log_axis(axes[0], "x")
+    plot.log_axis(axes[0], "y")
+    axes[1].plot(depths, kappas, "o-", label="κ(normalised NTK)")
+    plot.log_axis(axes[1], "x")
     axes[1].axhline((n + 3) / 3, color="g", ls="--", label="(n+3)/3")
     axes[1].axhline((n + 4) / 3, color="r", ls=":", label="(n+4)/3 (paper)")
     axes[1].set(xlabel="depth L", title=f"κ limit, n = {n}")

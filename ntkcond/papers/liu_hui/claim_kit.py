@@ -221,22 +221,21 @@ class Claim:
 
 
 def pyplot():
-    import matplotlib
+    """matplotlib.pyplot (``ntkcond.plot.pyplot``: Agg unless a backend was chosen)."""
+    from ... import plot
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return plot.pyplot()
 
 
 def save_figure(fig, outdir, name):
-    if outdir is None:
-        pyplot().close(fig)
-        return ()
-    from ..._core.io import atomic_savefig
+    """Write ``fig`` as ``outdir/name`` (``ntkcond.plot.save``: atomic, tight bounding box, so
+    no legend is clipped) and close it; () without ``outdir``."""
+    from ... import plot
 
-    atomic_savefig(fig, os.path.join(outdir, name), dpi=110)
-    pyplot().close(fig)
+    if outdir is None:
+        plot.pyplot().close(fig)
+        return ()
+    plot.save(fig, os.path.join(outdir, name))
     return (name,)
 
 

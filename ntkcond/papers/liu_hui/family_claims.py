@@ -38,6 +38,7 @@ from typing import Callable
 
 import numpy as np
 
+from ... import plot
 from ...activations import parse_activation
 from ...spectrum import conditioning
 from . import quadrature as Q
@@ -108,8 +109,10 @@ def check_activation_rate(formulas=Formulas(), fast=True, outdir=None, data_dir=
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.8, 3.8))
     for a in names:
-        ax.loglog(depths, gaps[a], "o-", ms=3, label=f"{a} (Δ = {deltas[a]:.3g})")
+        ax.plot(depths, gaps[a], "o-", ms=3, label=f"{a} (Δ = {deltas[a]:.3g})")
     ax.axhline(tau, color="grey", ls=":", lw=0.8)
+    plot.log_axis(ax, "x", ticks=depths)
+    plot.log_axis(ax, "y")
     ax.set(xlabel="depth L", ylabel="|κ_L − (n+3)/3| / ((n+3)/3)",
            title=f"a·s + b·|s| family: κ's convergence with depth (n = {n})")
     ax.legend(fontsize=7)
@@ -230,8 +233,6 @@ def _dual_error(name: str, pairs, correlations) -> float:
     """max over the grid of the errors of (M, Ṁ), each relative to its diagonal scale
     √(P₁P₂) (√(Ṗ₁Ṗ₂)), and of (P, Ṗ) relative to themselves: the activation object's
     ``dual`` and ``diagonal`` against ``quadrature.smooth_duals``."""
-    from ...activations import parse_activation
-
     act = parse_activation(name)
     worst = 0.0
     for q1, q2 in pairs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import plot
 from ..._core.quiet import quiet_import
 from ..._core.x64 import x64
 from ...activations import parse_activation
@@ -65,10 +66,12 @@ def _convergence_figure(widths, rms: dict, slopes: dict, ylabel, title, outdir, 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for label, values in rms.items():
-        ax.loglog(widths, values, "o-", label=f"{label} (slope {slopes[label]:.3f})")
+        ax.plot(widths, values, "o-", label=f"{label} (slope {slopes[label]:.3f})")
     first = next(iter(rms.values()))[0]
-    ax.loglog(widths, first * np.sqrt(widths[0] / widths), "k:", label="m^(-1/2)")
+    ax.plot(widths, first * np.sqrt(widths[0] / widths), "k:", label="m^(-1/2)")
     ax.set(xlabel="width m", ylabel=ylabel, title=title)
+    plot.log_axis(ax, "x", ticks=widths)
+    plot.log_axis(ax, "y")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, outdir, filename)

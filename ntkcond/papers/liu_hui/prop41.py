@@ -74,8 +74,11 @@ def _prop41_ratio_figure(rows, names, outdir):
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set(xlabel="depth L", title=name, ylim=(0, 1.05))
     axes[0][0].set_ylabel("λmin / (1 − cos φmin), unit-diagonal NTK")
-    fig.legend(handles.values(), handles.keys(), fontsize=7, ncol=3, loc="lower center")
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    ncol = 1 if len(names) == 1 else 3  # one panel: a column of labels under it
+    rows = -(-len(handles) // ncol)
+    fig.legend(handles.values(), handles.keys(), fontsize=7, ncol=ncol, loc="lower center",
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
     return save_figure(fig, outdir, "claim12_prop41_ratio.png")
 
 

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from ... import plot
 from ..._core.io import atomic_write
 from . import analytic_claims as A
 from . import bounds_claims as B
@@ -36,15 +37,17 @@ def plot_gradient_angle_map(outdir, formulas=Formulas()) -> tuple:
     """The paper's Figure 1: φ against θ_in for L = 0, 1, 2, 5, 10, 50, log θ axis."""
     plt = pyplot()
     t = np.geomspace(1e-6, np.pi, 400)
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for L in (0, 1, 2, 5, 10, 50):
-        ax.semilogx(t, np.degrees(formulas.gradient_angle(t, L)), label=f"L = {L}")
-    ax.axhline(np.degrees(formulas.relu_infinite_depth_angle()), color="k", ls=":", lw=0.8,
-               label="arccos(1/4)")
-    ax.set(xlabel="input angle θ (rad)", ylabel="gradient angle φ (degrees)",
-           title="ReLU, infinite width: gradient angle vs input angle")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    with plot.style():
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        for L in (0, 1, 2, 5, 10, 50):
+            ax.plot(t, np.degrees(formulas.gradient_angle(t, L)), label=f"L = {L}")
+        ax.axhline(np.degrees(formulas.relu_infinite_depth_angle()), color="k", ls=":", lw=0.8,
+                   label="arccos(1/4)")
+        ax.set(xlabel="input angle θ (rad)", ylabel="gradient angle φ (degrees)",
+               title="ReLU, infinite width: gradient angle vs input angle")
+        plot.log_axis(ax, "x")
+        ax.legend()
+        fig.tight_layout()
     return save_figure(fig, outdir, "figure1_gradient_angle.png")
 
 
@@ -81,7 +84,8 @@ def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formul
     for check in selected_checks(only):
         if progress:
             progress(check.__name__)
-        result = check(formulas=formulas, fast=fast, outdir=outdir, data_dir=data_dir)
+        with plot.style():  # every claim's figure in ntkcond.plot's one style
+            result = check(formulas=formulas, fast=fast, outdir=outdir, data_dir=data_dir)
         for claim in (result if isinstance(result, list) else [result]):
             claims.append(claim)
             if on_claim is not None:
