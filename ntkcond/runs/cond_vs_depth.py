@@ -216,24 +216,27 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str | None, batch: int = 512, de
             return share.broadcast(None)
         sizes = sorted({len(i) for i in index_batches})
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
+        nets = (f"width {', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
+                + (f" ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
+                   if widths != ["inf"] else "")
+                + f", trainable = {trainable}" + net_title(opts))
         title = (f"{name} ({ds.split}), n = {'/'.join(map(str, sizes))}, "
-                 f"{len(index_batches)} batch{'es' if len(index_batches) != 1 else ''}, width "
-                 f"{', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
-                 + (f" ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
-                    if widths != ["inf"] else "")
-                 + f", trainable = {trainable}" + net_title(opts))
+                 f"{len(index_batches)} batch{'es' if len(index_batches) != 1 else ''}, {nets}")
+        # the figure states n and the batches itself, from the records
+        figure_title = f"{name} ({ds.split}), {nets}"
         summary_csv = figure = spectra_npz = spectra_figure = None
         arrays = kept if save_spectra else None
         if run.path is not None:
             summary_csv = write_csv(run.file("summary.csv"), rows)
-            figure = plot.depth_curves(run.records, run.file("figure.png"), title=title,
+            figure = plot.depth_curves(run.records, run.file("figure.png"), title=figure_title,
                                        metadata=config)
             if save_spectra:
                 arrays = pack_spectra(spectra_dir, [spectrum_key(r) for r in run.records],
                                       run.file("spectra.npz"), where=where)
                 spectra_npz = run.file("spectra.npz")
                 spectra_figure = plot.spectra(arrays, run.records, run.file("spectra.png"),
-                                              key=spectrum_key, title=title, metadata=config)
+                                              key=spectrum_key, title=title,
+                                              metadata=config)
         result = DepthSweep(records=tuple(run.records), config=dict(run.config), rows=tuple(rows),
                             title=title, summary_csv=summary_csv, figure=figure,
                             computed=len(run.records) - resumed, resumed=resumed, spectra=arrays,
