@@ -245,6 +245,13 @@ def streaming_smallest_angles(
     Raises:
       TypeError, ValueError: bad data (not (n, d), n < 2, zero row, NaN), bad depths,
         activations, block, backend, dtype or method, or a checkpoint from another run.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> x = np.random.default_rng(0).standard_normal((64, 16))
+      >>> res = ntkcond.streaming_smallest_angles(x, depths=[0, 3], activations=["relu"])
+      >>> [(r.depth, r.pair, round(r.degrees, 2)) for r in res.results]
+      [(0, (13, 25), 40.52), (3, (13, 25), 53.14)]
     """
     where = "streaming_smallest_angles"
     x = as_data(x, where, "x")
