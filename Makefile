@@ -31,7 +31,8 @@ test-newest-jax:
 	$(NEWEST)/bin/python -c "import jax; print('newest-jax venv: jax', jax.__version__)"
 	$(NEWEST)/bin/python -m pytest -p no:cacheprovider
 
-# The documentation site (mkdocs.yml): README, docs/, the notebooks (not executed) and the API
+# The documentation site (mkdocs.yml): README, docs/, the notebooks (as stored, with their outputs;
+# tests/test_notebooks.py re-executes them), typeset math (MathJax from the docs extra) and the API
 # reference of every name in ntkcond.__all__, strictly; then a check that none is missing.
 docs: $(BIN)/python
 	$(PIP) -c constraints.txt -e '.[docs]'
