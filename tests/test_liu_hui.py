@@ -342,3 +342,19 @@ def test_quadrature_route_matches_the_closed_forms():
     for L in (1, 4):
         assert Q.pair_gradient_angle(0.8, L) == pytest.approx(float(A.gradient_angle(0.8, L)), rel=1e-12, abs=0)
     assert Q.kernel_rel_diff(infinite_ntk, 3, slope=0.3) < Q.QUADRATURE_TOL
+
+
+def test_check_claims_in_memory_and_on_disk_give_one_row_per_claim(tmp_path):
+    pd = pytest.importorskip("pandas")
+    import ntkcond.runs
+    from ntkcond.papers.liu_hui.claims_run import check_claims
+
+    memory = check_claims(None, only=["4", "5"])
+    assert memory.markdown is None and [c.id for c in memory.claims] == ["4", "5"]
+    frame = memory.frame()
+    assert list(frame.id) == ["4", "5"] and (frame.margin >= 0).all()
+    assert (frame.verdict == "PASS").all() and not frame.unexpected.any()
+    assert frame.attrs["data"][-1]["name"] == "digits"  # the data the checks read, named
+    disk = check_claims(str(tmp_path / "r"), only=["4"])
+    pd.testing.assert_frame_equal(disk.frame(), ntkcond.runs.load(tmp_path / "r"))
+    assert disk.frame().attrs == ntkcond.runs.load(tmp_path / "r").attrs
