@@ -82,8 +82,8 @@ def test_missing_neural_tangents_reports_3b_skipped(tmp_path, monkeypatch):
     assert "neural-tangents is not importable" in skipped.skipped and math.isnan(skipped.statistic)
     md, js = C.write_report(claims, str(tmp_path), mode="fast")
     text = open(md).read()
-    assert ("| 3b | Depth-L gradient angle φ(θ, L) vs neural-tangents | max relative angle error "
-            "vs neural-tangents' stax | — | `<=` | 1e-06 | — | PASS | *SKIPPED* |") in text
+    assert ("| [3b](#3b-depth-l-gradient-angle-l-vs-neural-tangents-skipped) | max relative "
+            "angle error vs neural-tangents' stax | — | `<=` | 1e-06 | — | PASS | *SKIPPED* |") in text
     assert "## 3b. Depth-L gradient angle φ(θ, L) vs neural-tangents — SKIPPED" in text
     assert "- Skipped: neural-tangents is not importable" in text
     assert "0 PASS, 0 FAIL, 1 SKIPPED; 1 verdict differs from the expected one: 3b" in text
@@ -358,3 +358,16 @@ def test_check_claims_in_memory_and_on_disk_give_one_row_per_claim(tmp_path):
     disk = check_claims(str(tmp_path / "r"), only=["4"])
     pd.testing.assert_frame_equal(disk.frame(), ntkcond.runs.load(tmp_path / "r"))
     assert disk.frame().attrs == ntkcond.runs.load(tmp_path / "r").attrs
+
+
+def test_table_links_match_the_sites_section_anchors():
+    markdown = pytest.importorskip("markdown")
+    from markdown.extensions.toc import slugify
+
+    for c in (_claim("9b", 2.0, 1.0, expected="FAIL"),
+              C.Claim.skipped_claim("3b", "Depth-L gradient angle φ(θ, L) vs neural-tangents",
+                                    "f", "p", reason="r", criteria=[("s", "<=", 1e-6)])):
+        heading = f"{c.id}. {c.title} — {c.verdict}"
+        assert C._anchor(c) == slugify(heading, "-")
+        html = markdown.markdown(f"## {heading}", extensions=["toc"])
+        assert f'id="{C._anchor(c)}"' in html

@@ -26,8 +26,9 @@ from ..network import resolve_mlps
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
-from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  int_at_least, load_data, nets_from_args, parse_depths, parse_sizes, run_main)
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
+                  command_parser, int_at_least, load_data, nets_from_args, parse_depths,
+                  parse_sizes, run_main)
 from .depth import check_nonzero_rows, check_spectrum_fields
 from .frames import RunResult
 from .launcher import add_process_arguments
@@ -244,7 +245,10 @@ def _run_command(args):
     nets = nets_from_args(args)
     depths = parse_depths(args.depths)
     ds = load_data(args)
-    sweep = cond_vs_batch(ds, out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
+    sizes = None if args.sizes is None else parse_sizes(args.sizes)
+    if sizes is not None:
+        check_batch(sizes[-1], ds, "--sizes")
+    sweep = cond_vs_batch(ds, out=args.out, sizes=sizes,
                           max_n=args.max_n, depths=depths, activations=nets, angles=not args.no_angles, block=args.block,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite,
                           progress=not args.no_progress)

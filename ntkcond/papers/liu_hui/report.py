@@ -176,6 +176,18 @@ def format_table(claims) -> str:
     return text_table(TABLE_HEADER, rows) + "\n" + summary_line(claims)
 
 
+def _anchor(claim) -> str:
+    """The anchor Python-Markdown's toc (the docs site) gives the claim's section heading
+    "## {id}. {title} — {verdict}": its ``slugify`` (NFKD, ASCII only, word characters,
+    spaces and '-' kept, lower case, runs of spaces and '-' as one '-')."""
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", f"{claim.id}. {claim.title} — {claim.verdict}")
+    text = re.sub(r"[^\w\s-]", "", text.encode("ascii", "ignore").decode("ascii")).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
@@ -198,11 +210,12 @@ def report_markdown(claims, *, mode: str, provenance: dict | None = None) -> str
                   + f"` at {provenance.get('time', '')} (ntkcond {provenance.get('ntkcond', '')}, "
                   f"jax {provenance.get('jax', '')}, numpy {provenance.get('numpy', '')}, scipy "
                   f"{provenance.get('scipy', '')}, Python {provenance.get('python', '')}).", ""]
-    lines += ["| # | claim | statistic | value | | threshold | margin | expected | verdict |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    # the claim's title is its section's heading (below): the table keeps to the numbers
+    lines += ["| # | statistic (deciding criterion) | value | | threshold | margin | expected | verdict |",
+              "|---|---|---|---|---|---|---|---|"]
     for c, row in zip(claims, table_rows(claims)):
         verdict = f"*{c.verdict}*" if c.verdict == "SKIPPED" else f"**{c.verdict}**"
-        lines.append("| " + " | ".join([c.id, _cell(c.title), _cell(row[1]), row[2],
+        lines.append("| " + " | ".join([f"[{c.id}](#{_anchor(c)})", _cell(row[1]), row[2],
                                          f"`{row[3]}`", row[4], row[5], c.expected, verdict])
                      + " |")
     for c in claims:
