@@ -31,23 +31,28 @@ test-newest-jax:
 	$(NEWEST)/bin/python -c "import jax; print('newest-jax venv: jax', jax.__version__)"
 	$(NEWEST)/bin/python -m pytest -p no:cacheprovider
 
-# The documentation site (mkdocs.yml): README, docs/, the notebooks (not executed) and the API
+# The documentation site (mkdocs.yml): README, docs/, the notebooks (as stored, with their outputs;
+# tests/test_notebooks.py re-executes them), typeset math (MathJax from the docs extra) and the API
 # reference of every name in ntkcond.__all__, strictly; then a check that none is missing.
 docs: $(BIN)/python
 	$(PIP) -c constraints.txt -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/python -m mkdocs build --strict --clean --site-dir site
 	$(BIN)/python docs/_mkdocs/check_site.py site
-# The wheel as a user gets it: built from the checkout (no tests in it), installed alone
+# The wheel as a user gets it: built from the checkout without a warning (no tests in it, its
+# py.typed marker), installed alone
 # (--no-deps: the venv provides jax, numpy, ...) into a scratch folder, and run from there,
 # outside the repository, as `python -m ntkcond` and as the `ntkcond` console script.
 # (build/ is emptied first: setuptools would ship stale modules left there by an older build.)
 wheel-check: $(BIN)/python
-	$(PIP) -c constraints.txt -e . 'setuptools>=64' wheel
+	$(PIP) -c constraints.txt -e . 'setuptools>=77' wheel
 	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
 	py="$(abspath $(BIN))/python"; \
-	rm -rf build; $$py -m pip wheel -q --no-deps --no-build-isolation -w "$$tmp/dist" . ; \
+	rm -rf build; $$py -m pip wheel -v --no-deps --no-build-isolation -w "$$tmp/dist" . > "$$tmp/build.log" 2>&1 \
+	  || { tail -30 "$$tmp/build.log"; exit 1; }; \
+	if grep -E 'Warning|!!' "$$tmp/build.log" | grep -v "Location 'file:" ; then echo "wheel-check: the build warns (above)"; exit 1; fi; \
 	$$py -m zipfile -l "$$tmp"/dist/ntkcond-*.whl > "$$tmp/files.txt"; \
 	if grep -Eq '(^|/)(tests/|test_)' "$$tmp/files.txt"; then echo "wheel-check: the wheel ships tests"; exit 1; fi; \
+	grep -q 'ntkcond/py.typed' "$$tmp/files.txt" || { echo "wheel-check: the wheel lacks py.typed"; exit 1; }; \
 	$$py -m pip install -q --no-deps --target "$$tmp/site" "$$tmp"/dist/ntkcond-*.whl; \
 	cd "$$tmp"; export PYTHONPATH="$$tmp/site" OPENBLAS_NUM_THREADS=1; \
 	$$py -c 'import ntkcond, sys; assert ntkcond.__file__.startswith(sys.argv[1]), ntkcond.__file__' "$$tmp/site"; \

@@ -43,6 +43,7 @@ import numpy as np
 
 from ._core.checks import as_count
 from ._core.memory import check_memory
+from ._core.quiet import quiet_import
 
 __all__ = ["Dataset", "DataUnavailableError", "TFDS_NAMES", "load", "batches"]
 
@@ -354,6 +355,19 @@ def _exported_file(name: str, split: str, data_dir) -> str | None:
     return path if os.path.isfile(path) else None
 
 
+def _exported_splits(name: str, folder: str) -> list:
+    """The splits S of the exported files ``<folder>/<name>_S.npz`` (sorted; [] if none or no
+    such folder)."""
+    try:
+        files = os.listdir(folder)
+    except OSError:
+        return []
+    prefix = f"{name}_"
+    return sorted(f[len(prefix):-len(".npz")] for f in files
+                  if f.startswith(prefix) and f.endswith(".npz")
+                  and os.path.isfile(os.path.join(folder, f)))
+
+
 def _default_tfds_dir() -> str:
     return os.environ.get("TFDS_DATA_DIR") or os.path.join(os.path.expanduser("~"), "tensorflow_datasets")
 
@@ -377,9 +391,12 @@ def _load_tfds(name: str, split: str, data_dir, where: str):
         f"{name}_SPLIT.npz with --split SPLIT) or a prepared TFDS directory, or --dataset "
         f"path/to/file.npz --preset {name}"
     )
+    others = _exported_splits(name, searched)
+    if others:  # the folder has this set for another split: say how to use it first
+        ways_out = (f"{searched} holds {', '.join(f'{name}_{o}.npz' for o in others)}: pass "
+                    f"--split {others[0]} (split={others[0]!r}) to use it; or " + ways_out)
     try:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
-        import tensorflow_datasets as tfds
+        tfds = quiet_import("tensorflow_datasets")  # without TensorFlow's C++ start-up lines
     except ImportError:
         raise DataUnavailableError(
             f"{where}: {name} needs tensorflow-datasets (pip install 'ntkcond[tfds]'); or {ways_out}"

@@ -176,6 +176,11 @@ def ntk_gd_loss(K, y, *, lr, steps, f0=None) -> np.ndarray:
 
     Raises:
       TypeError, ValueError: bad K (as ``conditioning``), y, f0, lr or steps.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> ntkcond.ntk_gd_loss(np.diag([1.0, 0.5]), np.array([1.0, 1.0]), lr=1.0, steps=3)
+      array([1.       , 0.125    , 0.03125  , 0.0078125])
     """
     where = "ntk_gd_loss"
     lr = _as_lr(lr, where)
@@ -230,6 +235,11 @@ def steps_to_loss(K, y, *, lr=None, rel_target, f0=None):
       ValueError: lr ≥ 2/λmax (the loss need not decrease), lr ≤ 0, lr so small that lr·λ
         underflows for a non-null mode, rel_target ≤ 0 or not finite, a step count beyond
         float64's range, and bad K, y or f0; TypeError for non-numeric arguments.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> ntkcond.steps_to_loss(np.diag([1.0, 0.5]), np.array([1.0, 1.0]), rel_target=1e-2)
+      3
     """
     where = "steps_to_loss"
     if isinstance(rel_target, bool) or not isinstance(rel_target, numbers.Real):

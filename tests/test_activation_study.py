@@ -58,3 +58,51 @@ def test_bias_free_leaky_rows_equal_the_family_path_with_sqrt_c():
         b = measure_infinite_batch(x, np.arange(10), depths=[3],
                                    nets=resolve_mlps([act], w, where="t"))[0]
         assert b["kappa_eff"] == pytest.approx(a["kappa_eff"], rel=1e-12, abs=0)
+
+
+def test_custom_depths_and_seeds_shape_the_tables_figure_and_frame(tmp_path, capsys):
+    """The issue's run, smaller: --depths 0-4 --deep-depths 8 --seeds 2 gives tables with
+    exactly those depths, a note saying 2 seeds, a depth axis labelled 0 1 2 3 4 8, one
+    progress label per part, and a study folder ntkcond.runs.load reads."""
+    from ntkcond import command, plot
+
+    out = tmp_path / "act"
+    argv = ["activation-study", "--dataset", "digits", "--batch", "64", "--max-batches", "1",
+            "--depths", "0-4", "--deep-depths", "8", "--activations", "relu",
+            "--b-stds", "0", "--width", "inf", "16", "--seeds", "2", "--out", str(out)]
+    assert command.main(argv) == 0
+    captured = capsys.readouterr()
+    md = (out / "study.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| activation"))
+    assert [c.strip() for c in header.split("|") if "κ_eff" in c] == [
+        f"κ_eff L={L}" for L in (0, 1, 2, 3, 4, 8)]
+    assert "Medians over 1 batch of n = 64 (× 2 seeds at width 16)" in md
+    assert "Blank: not computed (width 16 at depths 0–4 only)." in md
+    assert "× 5 seeds" not in md and "L=10" not in md and "L=100" not in md
+    # progress: one label per part, none read "cond_vs_depth:"
+    labels = {line.split(":")[0] for line in captured.err.splitlines()}
+    assert labels == {"activation_study 1/2 relu b_std=0 width ∞",
+                      "activation_study 2/2 relu b_std=0 width 16"}
+    pd = pytest.importorskip("pandas")
+    import ntkcond.runs
+
+    df = ntkcond.runs.load(out)
+    assert sorted(df.depth.unique()) == [0, 1, 2, 3, 4, 8]
+    assert sorted(df.seed.dropna().unique()) == [0, 1] and set(df.b_std) == {0.0}
+    assert df.attrs["depths"] == [0, 1, 2, 3, 4] and df.attrs["deep_depths"] == [8]
+    fig = plot.study(df)
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[0].xaxis.get_ticklabels() if t.get_text()]
+    assert ticks == ["0", "1", "2", "3", "4", "8"]
+    plot.pyplot().close(fig)
+
+
+def test_study_in_memory(tmp_path):
+    ds = datasets.load("gaussian", n=24, dim=6, seed=0)
+    res = st.activation_study(ds, out=None, batch=12, max_batches=1, depths=[0, 1],
+                              deep_depths=[3], activations=["relu"], b_stds=[0.0, 0.1],
+                              widths=["inf"], progress=False)
+    assert res.csv is None and res.figure is None and "| relu | 0.1 |" in res.table
+    frame = res.frame()
+    assert set(frame.b_std) == {0.0, 0.1} and len(frame) == 2 * 3
+    assert not os.listdir(tmp_path)  # nothing written anywhere

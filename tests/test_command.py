@@ -59,6 +59,21 @@ def test_subcommand_has_the_scripts_flags_and_help(sub, capsys):
     assert err.startswith(f"ntkcond {sub}: error:") and "--no-such-flag" in err
 
 
+@pytest.mark.parametrize("sub", sorted(SCRIPTS))
+def test_help_states_each_default_once_and_never_none(sub, capsys):
+    import re
+
+    with pytest.raises(SystemExit):
+        command.main([sub, "--help"])
+    text = capsys.readouterr().out
+    assert "(default: None)" not in text and "(default: False)" not in text
+    # each flag's help (from its line to the next flag) mentions its default at most once
+    entries = re.split(r"\n  (?=-)", text.split("options:", 1)[1].split("examples:", 1)[0])
+    twice = [e.split()[0] for e in entries if e.count("default") > 1
+             and "the set's (default)" not in e]
+    assert twice == [], twice
+
+
 def test_top_level_help_version_and_unknown_command(capsys):
     assert command.main(["--help"]) == 0
     out = capsys.readouterr().out

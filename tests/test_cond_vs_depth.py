@@ -167,7 +167,7 @@ def test_convolutional_nets_from_flags(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--readout", "gap"], "--readout: applies to --arch cnn"),
     (["--arch", "cnn", "--residual", "0.5"], "--residual: residual blocks are fully-connected"),
-    (["--arch", "cnn", "--dataset", "gaussian", "--n", "8", "--dim", "4"],
+    (["--arch", "cnn", "--dataset", "gaussian", "--n", "8", "--dim", "4", "--batch", "8"],
      "expected image data"),
 ])
 def test_convolutional_flags_refused_where_they_do_not_apply(argv, message, capsys, tmp_path):

@@ -94,3 +94,85 @@ def test_without_pandas_the_error_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # import raises ImportError
     with pytest.raises(ImportError, match=r"ntkcond.runs.load: needs pandas: pip install 'ntkcond\[pandas\]'"):
         ntkcond.runs.load(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------
+# Results in memory: each run's result.frame() is what load reads from its run directory, and
+# a run without a directory (out=None) gives the same records.
+# ------------------------------------------------------------------------------------------
+
+def _same_frame(result, path):
+    """result.frame() equals load(path): values, dtypes, column order and attrs."""
+    disk = ntkcond.runs.load(path)
+    mine = result.frame()
+    pd.testing.assert_frame_equal(mine, disk)
+    assert mine.attrs == disk.attrs
+
+
+def _same_without_timing(memory, disk):
+    """An in-memory run against a run on disk: equal but for the seconds each record took and
+    the provenance (another invocation, another time)."""
+    a, b = memory.frame(), disk.frame()
+    drop = [c for c in ("seconds",) if c in a]
+    pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop))
+    strip = lambda attrs: {k: v for k, v in attrs.items() if k != "provenance"}  # noqa: E731
+    assert strip(a.attrs) == strip(b.attrs)
+    assert a.attrs["provenance"][0]["command"] is None  # a library call, not a command
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from ntkcond import datasets
+
+    return datasets.load("digits")
+
+
+def test_cond_vs_depth_in_memory_and_on_disk(digits, tmp_path):
+    from ntkcond.runs.cond_vs_depth import cond_vs_depth
+
+    kw = dict(batch=64, max_batches=2, depths=[0, 2], widths=["inf", 16], seeds=2,
+              progress=False, save_spectra=True)
+    disk = cond_vs_depth(digits, out=str(tmp_path / "run"), **kw)
+    _same_frame(disk, tmp_path / "run")
+    memory = cond_vs_depth(digits, out=None, **kw)
+    assert memory.summary_csv is None and memory.figure is None and memory.spectra_npz is None
+    _same_without_timing(memory, disk)
+    assert [r["kappa_eff_median"] for r in memory.rows] == [r["kappa_eff_median"] for r in disk.rows]
+    assert set(memory.spectra) == set(disk.spectra)
+    for key, lam in memory.spectra.items():
+        assert (lam == disk.spectra[key]).all()  # the same eigendecomposition, bit for bit
+    # ntkcond.plot draws the in-memory frame (no run directory involved)
+    from ntkcond import plot
+
+    fig = plot.depth_curves(memory.frame())
+    assert [ax.get_xlabel() for ax in fig.axes[:2]] == ["depth L (hidden layers)"] * 2
+    plot.pyplot().close(fig)
+
+
+def test_resume_and_memory_refusals(digits, tmp_path):
+    from ntkcond.runs.cond_vs_depth import cond_vs_depth
+
+    with pytest.raises(ValueError, match="expected a run directory .out. to resume, got None"):
+        cond_vs_depth(digits, out=None, batch=64, max_batches=1, depths=[0], resume=True,
+                      progress=False)
+
+
+def test_other_runs_in_memory_and_on_disk(digits, tmp_path):
+    from ntkcond.runs.cond_vs_batch import cond_vs_batch
+    from ntkcond.runs.min_angle import min_angle
+    from ntkcond.runs.train_vs_depth import train_vs_depth
+
+    import dataclasses
+
+    small = dataclasses.replace(digits, x=digits.x[:96], y=digits.y[:96])
+    runs = [
+        (cond_vs_batch, dict(ds=small, sizes=[32, 96], depths=[1], progress=False)),
+        (min_angle, dict(ds=small, depths=[0, 3], progress=False)),
+        (train_vs_depth, dict(ds=digits, n=16, depths=[1], widths=["inf", 32], max_steps=40,
+                              progress=False)),
+    ]
+    for fn, kw in runs:
+        ds = kw.pop("ds")
+        disk = fn(ds, out=str(tmp_path / fn.__name__), **kw)
+        _same_frame(disk, tmp_path / fn.__name__)
+        _same_without_timing(fn(ds, out=None, **kw), disk)

@@ -191,9 +191,10 @@ def test_script_smoke(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--max-steps", "0"], "--max-steps"), (["--rel-target", "-1"], "--rel-target"),
-    (["--target", "odd"], "expected target"), (["--width", "0"], "--width"),
-    (["--dataset", "gaussian"], "no labels"), (["--depths", "3-1"], "--depths"),
-    (["--batch", "5000"], "batch <= n = 1797"), (["--init-seed", "-1"], "init_seed"),
+    (["--target", "odd"], "argument --target: expected lt5, even or class:K"),
+    (["--width", "0"], "--width"), (["--dataset", "gaussian"], "no labels"),
+    (["--depths", "3-1"], "--depths"), (["--batch", "5000"], "--batch: expected at most n = 1797"),
+    (["--init-seed", "-1"], "argument --init-seed: expected an integer >= 0"),
 ])
 def test_script_bad_input_is_one_line(tmp_path, capsys, argv, message):
     script = load_script("train_vs_depth")
@@ -265,7 +266,7 @@ def test_network_options_reach_the_records(tmp_path):
                                activations=["erf", "relu"], widths=["inf"], w_std=1.5,
                                b_std=0.1, progress=False)
     assert all(r["w_std"] == 1.5 and r["b_std"] == 0.1 and "residual" not in r
-               for r in sweep.records)
+               for r in sweep.rows)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["w_std"] == 1.5 and config["b_std"] == 0.1
     plain = tvd.train_vs_depth(ds, out=str(tmp_path / "plain"), n=16, depths=[1],

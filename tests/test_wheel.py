@@ -32,8 +32,9 @@ def wheel(tmp_path_factory):
         setuptools_major = int(version("setuptools").split(".")[0])
     except Exception:  # noqa: BLE001 - any failure means: cannot build here
         setuptools_major = 0
-    if setuptools_major < 64 or importlib.util.find_spec("wheel") is None:
-        pytest.skip("building offline needs setuptools >= 64 and wheel in this environment")
+    if setuptools_major < 77 or importlib.util.find_spec("wheel") is None:
+        pytest.skip("building offline needs setuptools >= 77 (PEP 639 licence) and wheel in "
+                    "this environment (the test extra)")
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
     shutil.copytree(REPO, src, ignore=_ignore)
@@ -55,7 +56,7 @@ def test_wheel_ships_the_package_and_no_tests(wheel):
     sources = {os.path.relpath(os.path.join(d, f), REPO).replace(os.sep, "/")
                for d, _, files in os.walk(package) for f in files if f.endswith(".py")}
     assert sources == {n for n in names if n.endswith(".py")}  # every module, nothing else
-    assert f"{info}LICENSE" in names
+    assert f"{info}licenses/LICENSE" in names  # PEP 639: the licence file under licenses/
 
 
 def test_wheel_declares_the_console_script_and_one_version(wheel):
@@ -66,11 +67,25 @@ def test_wheel_declares_the_console_script_and_one_version(wheel):
     assert dict(entry["console_scripts"]) == {"ntkcond": "ntkcond.command:main"}
     meta = z.read(f"{info}METADATA").decode()
     assert f"\nVersion: {ntkcond.__version__}\n" in meta
-    assert "\nProvides-Extra: pandas\n" in meta and "License: Apache-2.0" in meta
-    # one place for the version: pyproject reads ntkcond.__version__, CITATION.cff has none
+    # PEP 639: the SPDX expression, no licence classifier (setuptools warns on those)
+    assert "\nProvides-Extra: pandas\n" in meta and "\nLicense-Expression: Apache-2.0\n" in meta
+    assert "Classifier: License ::" not in meta
+    # one place for the version: pyproject reads ntkcond.__version__
     text = open(os.path.join(REPO, "pyproject.toml"), encoding="utf-8").read()
     assert 'dynamic = ["version"]' in text and 'attr = "ntkcond.__version__"' in text
-    assert "\nversion:" not in open(os.path.join(REPO, "CITATION.cff"), encoding="utf-8").read()
+    assert "ntkcond/py.typed" in z.namelist()  # PEP 561
+
+
+def test_citation_and_changelog_carry_the_version_and_its_date():
+    import re
+
+    cff = open(os.path.join(REPO, "CITATION.cff"), encoding="utf-8").read()
+    version = re.search(r'^version: "([^"]+)"$', cff, re.M).group(1)
+    released = re.search(r'^date-released: "(\d{4}-\d{2}-\d{2})"$', cff, re.M).group(1)
+    assert version == ntkcond.__version__
+    changelog = open(os.path.join(REPO, "CHANGELOG.md"), encoding="utf-8").read()
+    entry = re.search(rf"^## {re.escape(version)} — (\d{{4}}-\d{{2}}-\d{{2}})$", changelog, re.M)
+    assert entry is not None and entry.group(1) == released
 
 
 def test_license_and_citation_files():

@@ -3,7 +3,8 @@
 - ``index.md``: the README, its links rewritten for the site.
 - every ``docs/`` page: links rewritten the same way (``../README.md`` → ``index.md``; links to
   repository files the site does not hold become plain text).
-- ``notebooks/*.ipynb``: the three notebooks, rendered (not executed) by mkdocs-jupyter.
+- ``notebooks/*.ipynb``: the three notebooks, rendered with the outputs stored in them (not
+  executed here; tests/test_notebooks.py re-executes them) by mkdocs-jupyter.
 - ``reference.md``: one mkdocstrings entry (``::: ntkcond.NAME``) for every name in
   ``ntkcond.__all__``, grouped by the subpackage the facade imports it from, so that names
   added to the facade appear without editing this file.

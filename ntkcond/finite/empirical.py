@@ -344,6 +344,15 @@ def empirical_ntk(net, params, x1, x2=None, *, trainable="all", block_size=None)
       ValueError: shapes that do not fit; NaN/Inf in x1, x2 (the row is named) or in a
         weight (``params[i]`` and the entry); a kernel that overflows its dtype (e.g. float32
         inputs of size 1e30: pass float64 or rescale).
+
+    Examples:
+      >>> import jax, numpy as np, ntkcond
+      >>> x = np.random.default_rng(0).standard_normal((4, 8))
+      >>> net = ntkcond.mlp(2, 256)
+      >>> params = net.init(jax.random.PRNGKey(0), 8, np.float64)
+      >>> K = np.asarray(ntkcond.empirical_ntk(net, params, x))   # float64: from the params
+      >>> K.shape, K.dtype, bool(np.allclose(K, K.T, rtol=1e-12, atol=0))
+      ((4, 4), dtype('float64'), True)
     """
     layers = resolve_trainable(trainable, getattr(net, "depth", 0), "empirical_ntk")
     return _ntk(net, params, x1, x2, layers, False, block_size, "empirical_ntk")

@@ -143,9 +143,12 @@ def mlp(depth: int, width=512, activation="relu", *, w_std=None, b_std=None,
       ``MLP`` or ``GeneralMLP`` with ``init(key, d) -> params`` and
       ``apply(params, x) -> (n,)``.
 
-    Example:
-      >>> net = mlp(3, 512)
-      >>> params = net.init(jax.random.PRNGKey(0), 784)
+    Examples:
+      >>> import jax, ntkcond
+      >>> net = ntkcond.mlp(3, 512)                        # depth 3, width 512, ReLU
+      >>> params = net.init(jax.random.PRNGKey(0), 784)    # the input dimension
+      >>> [w.shape for w in params]
+      [(784, 512), (512, 512), (512, 512), (512, 1)]
     """
     act = parse_activation(activation, "mlp")
     depth = as_depth(depth, "mlp")

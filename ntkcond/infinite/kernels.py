@@ -148,9 +148,13 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all",
     Returns:
       (n1, n2) float64 kernel.
 
-    Example:
-      >>> K = ntkcond.infinite_ntk(x, depth=5)                    # the papers' ReLU net
-      >>> K = ntkcond.infinite_ntk(x, depth=5, activation="tanh", w_std=1.5, b_std=0.05)
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> x = np.array([[1.0, 0.0], [np.cos(0.1), np.sin(0.1)]])  # two inputs 0.1 rad apart
+      >>> ntkcond.infinite_ntk(x, depth=3).round(6)              # the papers' ReLU net
+      array([[2.      , 1.898592],
+             [1.898592, 2.      ]])
+      >>> K = ntkcond.infinite_ntk(x, depth=3, activation="tanh", w_std=1.5, b_std=0.05)
     """
     where = "infinite_ntk"
     family = resolve_mlp(activation, w_std, b_std, residual, where=where)
@@ -204,8 +208,11 @@ def gradient_angles(x1, x2=None, *, depth: int, activation="relu", trainable="al
     Returns:
       (n1, n2) float64 angles in [0, π]; exact 0 on the diagonal when x2 is None.
 
-    Example:
-      >>> phi = ntkcond.gradient_angles(x, depth=10)            # radians
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> x = np.array([[1.0, 0.0], [np.cos(0.1), np.sin(0.1)]])
+      >>> float(ntkcond.gradient_angles(x, depth=3)[0, 1].round(6))  # radians: wider than 0.1
+      0.319808
     """
     where = "gradient_angles"
     family = resolve_mlp(activation, w_std, b_std, residual, where=where)
@@ -246,6 +253,13 @@ def smallest_gradient_angle(x, *, depth: int, activation="relu", trainable="all"
 
     Returns:
       (angle in radians, i, j) with i < j; ties to the lowest (i, j) in row-major order.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> x = np.array([[1.0, 0.0], [np.cos(0.1), np.sin(0.1)], [0.0, 1.0]])
+      >>> angle, i, j = ntkcond.smallest_gradient_angle(x, depth=3)
+      >>> round(angle, 6), i, j
+      (0.319808, 0, 1)
     """
     where = "smallest_gradient_angle"
     x = as_data(x, where, "x")

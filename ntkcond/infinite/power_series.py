@@ -235,6 +235,12 @@ def ntk_power_series(depth: int, activation="relu", *, order: int, trainable="al
 
     Returns:
       ``PowerSeries`` with ``kernel="ntk"``.
+
+    Examples:
+      >>> import ntkcond
+      >>> s = ntkcond.ntk_power_series(1, order=4)   # one ReLU layer: a₀ … a₄
+      >>> s.coefficients.round(6)
+      array([0.159155, 0.5     , 0.238732, 0.      , 0.033157])
     """
     return _series(depth, activation, order, trainable, "ntk_power_series", "ntk")
 

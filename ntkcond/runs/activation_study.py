@@ -25,20 +25,26 @@ or batch count capped.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
 import math
 import os
 
-from .. import datasets
-from .._core.io import atomic_savefig, atomic_write
+from .. import datasets, plot
+from .._core.io import atomic_write
 from ..activations import parse_activation
+from .cli import (activation_name, add_data_arguments, add_network_arguments, add_run_arguments,
+                  check_batch, command_parser, load_data, nonnegative_float, parse_depths,
+                  parse_width, positive_int, run_main)
 from .cond_vs_depth import cond_vs_depth
+from .frames import RunResult
+from .rundir import data_fingerprint, open_run
 from .tables import write_csv
 
-__all__ = ["ACTIVATIONS", "B_STDS", "SMOOTH_W_STD", "study_w_std", "StudyResult",
-           "activation_study", "gather", "read_rows", "format_markdown", "compact_table",
-           "plot_study", "main"]
+__all__ = ["ACTIVATIONS", "B_STDS", "SMOOTH_W_STD", "KEY_FIELDS", "study_w_std", "StudyResult",
+           "activation_study", "table_depths_of", "weight_note", "gather", "read_rows",
+           "format_markdown", "summary_sentence", "compact_table", "main"]
 
 ACTIVATIONS = ("relu", "abs", "leaky:-0.5", "leaky:0.2", "erf", "gelu", "tanh")
 B_STDS = (0.0, 0.1)
@@ -56,16 +62,23 @@ def study_w_std(activation, b_std: float):
 
 
 @dataclasses.dataclass(frozen=True)
-class StudyResult:
-    """Result of ``activation_study``: the gathered ``rows`` and the paths written."""
+class StudyResult(RunResult):
+    """Result of ``activation_study``: the ``records`` (every kernel of every part, with
+    ``b_std`` and ``w_std`` set, as the study's records.jsonl holds them) and ``config``
+    (``frame()``: what ``ntkcond.runs.load`` reads from ``out``), the gathered summary
+    ``rows`` (study.csv), the Markdown ``table``, and the paths of study.csv, study.md and
+    study.png (None without a run directory)."""
 
+    records: tuple
+    config: dict
     rows: tuple
-    csv: str
-    markdown: str
-    figure: str
+    table: str
+    csv: str | None
+    markdown: str | None
+    figure: str | None
 
     def __repr__(self) -> str:
-        return f"StudyResult({len(self.rows)} rows, figure={self.figure!r})"
+        return f"StudyResult({len(self.rows)} rows, {len(self.records)} records, figure={self.figure!r})"
 
 
 def run_name(activation: str, b_std: float) -> str:
@@ -73,64 +86,128 @@ def run_name(activation: str, b_std: float) -> str:
     return f"{activation.replace(':', '')}_b{b_std:g}"
 
 
-def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_batches: int = 2,
-                     depths=range(11), deep_depths=(15, 20, 30, 50, 70, 100),
-                     activations=ACTIVATIONS, b_stds=B_STDS, widths=("inf", 512),
-                     seeds: int = 5, finite_activations=None, seed: int = 0, resume: bool = True,
-                     overwrite: bool = False, progress: bool = True) -> StudyResult:
-    """Run (or resume) the study on ``ds`` into ``out`` (module docstring).
+#: The study's records: one per kernel, keyed by the part (b_std, activation, width) and the
+#: kernel within it.
+KEY_FIELDS = ("b_std", "activation", "width", "batch_index", "depth", "seed")
+#: What the study derives from its records (deleted first by an overwrite).
+OUTPUTS = ("study.csv", "study.md", "study.png")
+
+
+def activation_study(ds: datasets.Dataset, *, out: str | None, batch: int = 512,
+                     max_batches: int = 2, depths=range(11),
+                     deep_depths=(15, 20, 30, 50, 70, 100), activations=ACTIVATIONS,
+                     b_stds=B_STDS, widths=("inf", 512), seeds: int = 5,
+                     finite_activations=None, seed: int = 0, drop_last: bool = True,
+                     table_depths=None, resume: bool = True, overwrite: bool = False,
+                     progress: bool = True) -> StudyResult:
+    """Run (or resume) the study on ``ds`` into ``out`` (module docstring; None: in memory).
+
+    ``out`` is itself a run directory (config.json with the study's settings, records.jsonl
+    with every part's kernels, ``b_std`` and ``w_std`` set on each, so ``ntkcond.runs.load(out)``
+    reads the whole study), and holds one ``cond_vs_depth`` run directory per part.
 
     Args:
       depths: depths at every width; deep_depths: more depths at infinite width.
-      widths: "inf" and finite widths.
+      widths: "inf" and finite widths; seeds: nets per depth at finite width.
       finite_activations: the activations (names) also run at the finite widths, None for
         all (the finite sweep costs ~10x the infinite one on a CPU).
-      resume: continue the run directories already under ``out`` (default); overwrite:
-        discard them and start over.
+      drop_last: drop a final batch smaller than ``batch`` (``cond_vs_depth``).
+      table_depths: the depths of study.md's columns (default ``table_depths`` of the depths
+        that ran).
+      resume: continue the study already in ``out`` (default; its settings must be the same);
+        overwrite: discard it and start over.
+      progress: show progress on stderr, one labelled display per part.
     """
     from ..network import resolve_mlp
 
     where = "activation_study"
     nets = {(name, b_std): resolve_mlp(name, study_w_std(name, b_std), b_std, where=where)
             for b_std in b_stds for name in activations}  # every net checked before any run
-    rows = []
-    os.makedirs(out, exist_ok=True)
+    names = list(dict.fromkeys(net.act.name for net in nets.values()))
+    finite_names = None if finite_activations is None else sorted(
+        {parse_activation(a, where).name for a in finite_activations})
+    depths, deep_depths = sorted(set(depths)), sorted(set(deep_depths) - set(depths))
+    plan = []  # (net, b_std, widths, depths) of each part
     for b_std in b_stds:
         for name in activations:
             net = nets[(name, b_std)]
-            act, w_std = net.act, net.w_std
             finite = [w for w in widths if w != "inf"]
-            if finite_activations is not None and act.name not in {
-                    parse_activation(a).name for a in finite_activations}:
+            if finite_names is not None and net.act.name not in finite_names:
                 finite = []
-            plan = [(["inf"], sorted(set(depths) | set(deep_depths)))]
-            if "inf" not in widths:
-                plan = []
+            if "inf" in widths:
+                plan.append((net, b_std, ["inf"], sorted(set(depths) | set(deep_depths))))
             if finite:
-                plan.append((finite, sorted(set(depths))))
-            for ws, ds_depths in plan:
-                tag = "inf" if ws == ["inf"] else "w" + "-".join(str(w) for w in ws)
-                sweep = cond_vs_depth(
-                    ds, out=os.path.join(out, f"{run_name(act.name, b_std)}_{tag}"), batch=batch,
-                    depths=ds_depths, activations=[net], widths=ws, seeds=seeds,
-                    seed=seed, max_batches=max_batches,
-                    resume=resume and not overwrite and os.path.exists(os.path.join(
-                        out, f"{run_name(act.name, b_std)}_{tag}", "config.json")),
-                    overwrite=overwrite, progress=progress)
-                for r in sweep.rows:
-                    rows.append({"activation": act.name, "b_std": b_std,
-                                 "w_std": "norm-preserving" if w_std is None else f"{w_std:.6g}",
-                                 **{k: v for k, v in r.items() if k != "activation"}})
-    rows.sort(key=lambda r: (r["b_std"], activations.index(r["activation"]) if r["activation"]
-                             in activations else 99, r["width"] != "inf", str(r["width"]), r["depth"]))
-    path_csv = write_csv(os.path.join(out, "study.csv"), rows)
-    title = (f"{os.path.basename(ds.name)} ({ds.split}), batches of {batch}: "
-             f"κ_eff and smallest gradient angle vs depth")
-    md = format_markdown(rows, title=title)
-    path_md = os.path.join(out, "study.md")
-    atomic_write(path_md, md)
-    figure = plot_study(rows, os.path.join(out, "study.png"), title=title)
-    return StudyResult(rows=tuple(rows), csv=path_csv, markdown=path_md, figure=figure)
+                plan.append((net, b_std, finite, depths))
+    config = {"dataset": ds.name, "split": ds.split, "batch": batch, "max_batches": max_batches,
+              "drop_last": drop_last, "depths": depths, "deep_depths": deep_depths,
+              "activations": names, "b_stds": [float(b) for b in b_stds],
+              "widths": list(widths), "seeds": seeds, "finite_activations": finite_names,
+              "seed": seed, "w_std": {net.name: net.w_std for net in nets.values()},
+              "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
+    again = (resume and not overwrite and out is not None
+             and os.path.exists(os.path.join(out, "config.json")))
+    rows = []
+    with open_run(out, config, key_fields=KEY_FIELDS, resume=again, overwrite=overwrite,
+                  where=where, outputs=OUTPUTS) as run:
+        for k, (net, b_std, ws, part_depths) in enumerate(plan):
+            tag = "inf" if ws == ["inf"] else "w" + "-".join(str(w) for w in ws)
+            sub = None if out is None else os.path.join(out, f"{run_name(net.act.name, b_std)}_{tag}")
+            label = (f"{where} {k + 1}/{len(plan)} {net.act.name} b_std={b_std:g} width "
+                     f"{'∞' if tag == 'inf' else tag[1:]}")
+            sweep = cond_vs_depth(
+                ds, out=sub, batch=batch, depths=part_depths, activations=[net], widths=ws,
+                seeds=seeds, seed=seed, max_batches=max_batches, drop_last=drop_last,
+                resume=(sub is not None and resume and not overwrite
+                        and os.path.exists(os.path.join(sub, "config.json"))),
+                overwrite=overwrite and sub is not None, progress=label if progress else False)
+            for rec in sweep.records:
+                rec = {**rec, "b_std": float(b_std), "w_std": net.w_std}
+                if run.key(rec) not in run.done:
+                    run.append(rec)
+            for r in sweep.rows:
+                rows.append({"activation": net.act.name, "b_std": b_std,
+                             "w_std": "norm-preserving" if net.w_std is None else f"{net.w_std:.6g}",
+                             **{k: v for k, v in r.items() if k != "activation"}})
+        rows.sort(key=lambda r: (r["b_std"], names.index(r["activation"]), r["width"] != "inf",
+                                 str(r["width"]), r["depth"]))
+        name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
+        title = f"{name} ({ds.split}): κ_eff and smallest gradient angle vs depth"
+        shown = table_depths_of(depths + deep_depths) if table_depths is None else \
+            sorted(set(table_depths))
+        table = format_markdown(rows, title=title, depths=shown, records=run.records)
+        path_csv = path_md = figure = None
+        if run.path is not None:
+            path_csv = write_csv(run.file("study.csv"), rows)
+            path_md = run.file("study.md")
+            atomic_write(path_md, table)
+            figure = plot.study(run.records, run.file("study.png"), title=title,
+                                notes=weight_note(nets, b_stds), metadata=config)
+        return StudyResult(records=tuple(run.records), config=dict(run.config), rows=tuple(rows),
+                           table=table, csv=path_csv, markdown=path_md, figure=figure)
+
+
+def table_depths_of(depths, count: int = 6) -> list:
+    """The depths of study.md's columns: all of ``depths`` when at most ``count``, else
+    ``count`` of them evenly spaced in the sorted list (the first and the last included)."""
+    depths = sorted(set(depths))
+    if len(depths) <= count:
+        return depths
+    picks = {round(i * (len(depths) - 1) / (count - 1)) for i in range(count)}
+    return [depths[i] for i in sorted(picks)]
+
+
+def weight_note(nets: dict, b_stds) -> dict:
+    """{b_std: 's_w: relu, abs norm-preserving; erf, gelu, tanh 1.5'}: the weight stds of the
+    nets that ran, per bias std (the figure's column titles)."""
+    out = {}
+    for b in b_stds:
+        by_w: dict = {}
+        for (name, b_std), net in nets.items():
+            if b_std == b:
+                w = "norm-preserving" if net.w_std is None else f"{net.w_std:.4g}"
+                by_w.setdefault(w, []).append(net.act.name)
+        out[float(b)] = "s_w: " + "; ".join(f"{', '.join(v)} {w}" for w, v in by_w.items())
+    return out
 
 
 def gather(out: str) -> list[dict]:
@@ -175,9 +252,10 @@ def read_rows(path: str) -> list[dict]:
     return rows
 
 
-def format_markdown(rows, *, title: str, depths=(0, 1, 3, 10, 100)) -> str:
+def format_markdown(rows, *, title: str, depths, records=()) -> str:
     """A Markdown table: one line per (activation, b_std, w_std, width), median κ_eff and
-    smallest gradient angle (degrees) at ``depths``."""
+    smallest gradient angle (degrees) at ``depths`` (those that ran: ``table_depths_of``), then
+    what a cell summarises, read off the ``records`` (batches and their sizes, seeds)."""
     keys = list(dict.fromkeys((r["activation"], r["b_std"], r["w_std"], str(r["width"]))
                               for r in rows))
     index = {(r["activation"], r["b_std"], str(r["width"]), r["depth"]): r for r in rows}
@@ -193,14 +271,44 @@ def format_markdown(rows, *, title: str, depths=(0, 1, 3, 10, 100)) -> str:
             + ["" if c is None else f"{c['kappa_eff_median']:.4g}" for c in cells]
             + ["" if c is None else f"{c['min_grad_angle_deg_median']:.2f}" for c in cells])
             + " |")
-    lines += ["", "Medians over batches (× 5 seeds at finite width); count = kernels per cell. "
-              "Blank: not computed (finite width to depth 10)."]
+    lines += ["", summary_sentence(rows, records)]
     return "\n".join(lines) + "\n"
 
 
-def compact_table(rows, *, depths=(1, 3, 10), deep=100, field="kappa_eff") -> str:
+def summary_sentence(rows, records) -> str:
+    """What the medians of the table are over, from what ran: 'Medians over 2 batches of
+    n = 512 (× 5 seeds at width 512); count = kernels per cell. Blank: not computed (width 512
+    at depths 0–10 only).'"""
+    sizes = sorted({int(r["n"]) for r in records})
+    batches = sorted({r["batch_index"] for r in records})
+    seeds = sorted({r["seed"] for r in records if r.get("seed") is not None})
+    finite = sorted({str(r["width"]) for r in rows} - {"inf"}, key=int)
+    over = (f"{len(batches)} batch{'es' if len(batches) != 1 else ''} of n = "
+            + " and ".join(map(str, sizes))) if records else "batches"
+    seeds_text = (f" (× {len(seeds)} seed{'s' if len(seeds) != 1 else ''} at width "
+                  f"{', '.join(finite)})" if seeds and finite else "")
+    text = f"Medians over {over}{seeds_text}; count = kernels per cell."
+    if finite:
+        fd = sorted({r["depth"] for r in rows if str(r["width"]) != "inf"})
+        text += (f" Blank: not computed (width {', '.join(finite)} at depths "
+                 f"{_span(fd)} only).")
+    return text
+
+
+def _span(depths) -> str:
+    """'0–10' for a run of consecutive depths, else '0, 1, 5'."""
+    depths = sorted(depths)
+    if len(depths) > 2 and depths == list(range(depths[0], depths[-1] + 1)):
+        return f"{depths[0]}–{depths[-1]}"
+    return ", ".join(map(str, depths))
+
+
+def compact_table(rows, *, depths, deep=None, field="kappa_eff") -> str:
     """One Markdown line per (activation, b_std): the median ``field`` at width ∞ for
-    ``depths`` and ``deep``, then at the finite width for ``depths`` (blank: not run)."""
+    ``depths`` and the deepest depth that ran at infinite width (``deep``, default that), then
+    at the finite width for ``depths`` (blank: not run)."""
+    if deep is None:
+        deep = max(r["depth"] for r in rows if str(r["width"]) == "inf")
     finite = sorted({str(r["width"]) for r in rows} - {"inf"})
     index = {(r["activation"], r["b_std"], str(r["width"]), r["depth"]): r for r in rows}
     keys = list(dict.fromkeys((r["activation"], r["b_std"]) for r in rows))
@@ -216,66 +324,6 @@ def compact_table(rows, *, depths=(1, 3, 10), deep=100, field="kappa_eff") -> st
     return "\n".join(lines) + "\n"
 
 
-def plot_study(rows, path: str, *, title: str = "") -> str:
-    """2 × 2 panels: κ_eff (top, log y) and the smallest gradient angle (bottom) against depth
-    (symlog x: 0–10 linear, then log to 100), without biases (left) and with (right). Colour
-    by activation; infinite width solid, finite width dashed with the min–max band over
-    batches and seeds. Written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    b_stds = sorted({r["b_std"] for r in rows})
-    acts = list(dict.fromkeys(r["activation"] for r in rows))
-    colours = {a: f"C{i}" for i, a in enumerate(acts)}
-    fig, axes = plt.subplots(2, len(b_stds), figsize=(6.5 * len(b_stds), 8.5), squeeze=False)
-    for col, b in enumerate(b_stds):
-        for a in acts:
-            for width in sorted({str(r["width"]) for r in rows}, key=lambda w: w != "inf"):
-                sel = sorted((r for r in rows if r["activation"] == a and r["b_std"] == b
-                              and str(r["width"]) == width), key=lambda r: r["depth"])
-                if not sel:
-                    continue
-                x = [r["depth"] for r in sel]
-                style = "-" if width == "inf" else "--"
-                label = f"{a}" + ("" if width == "inf" else f", width {width}")
-                for row, field in enumerate(("kappa_eff", "min_grad_angle_deg")):
-                    ax = axes[row, col]
-                    ax.plot(x, [r[f"{field}_median"] for r in sel], style, color=colours[a],
-                            marker="o" if width == "inf" else None, ms=2.5, lw=1.3, label=label)
-                    if width != "inf":
-                        ax.fill_between(x, [r[f"{field}_min"] for r in sel],
-                                        [r[f"{field}_max"] for r in sel], color=colours[a],
-                                        alpha=0.12)
-        w_note = "leaky: norm-preserving" if b == 0 else "leaky: s_w = √c"
-        axes[0, col].set(yscale="log", ylabel="κ_eff (median)",
-                         title=f"b_std = {b:g} ({w_note}; erf, gelu, tanh: s_w = {SMOOTH_W_STD})")
-        axes[1, col].set(ylabel="smallest gradient angle (degrees)")
-        for ax in axes[:, col]:
-            ax.set_xscale("symlog", linthresh=10, linscale=1.5)
-            ax.set_xlim(0, max(r["depth"] for r in rows))
-            ax.set_xlabel("depth L (hidden layers); linear to 10, log beyond")
-            ax.grid(alpha=0.3, which="both")
-    handles = {}
-    for ax in axes[0]:  # one legend for all panels, below them (none hides a curve)
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    finite = sorted({str(r["width"]) for r in rows} - {"inf"})
-    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", fontsize=8,
-               ncol=min(7, max(1, len(handles))), frameon=False,
-               title="solid: width ∞" + (f"; dashed: width {', '.join(finite)} (band: min–max "
-                                         "over batches and seeds)" if finite else ""),
-               title_fontsize=8)
-    if title:
-        fig.suptitle(title, fontsize=11)
-    rows_of_legend = math.ceil(len(handles) / min(7, max(1, len(handles))))
-    fig.tight_layout(rect=(0, 0.035 + 0.025 * rows_of_legend, 1, 1))
-    atomic_savefig(fig, path, dpi=110)
-    plt.close(fig)
-    return path
-
-
 # The command: ``ntkcond activation-study`` and ``scripts/activation_study.py``.
 
 NAME = "activation_study"
@@ -287,54 +335,57 @@ examples:
   {command} --dataset ../shared/data/cifar10_test.npz --preset cifar10 \
       --out runs/activation_study_cifar10 --activations relu abs erf
 
-Each (activation, b_std, width group) is a cond_vs_depth run directory under --out (rerunning
-resumes what is there); study.csv, study.md and study.png gather them. Weight stds: the leaky
-family's norm-preserving net without biases, s_w = √c with biases; s_w = 1.5 for erf, gelu,
-tanh. The library call: ntkcond.runs.activation_study.activation_study.
+--out is a run directory (config.json: the study's settings, versions, command line, time;
+records.jsonl: every kernel, with b_std and w_std, so ntkcond.runs.load(OUT) reads the whole
+study) holding one cond_vs_depth run directory per (activation, b_std, width group); rerunning
+with the same flags resumes what is there. study.csv, study.md (columns at the depths that ran)
+and study.png (its depth axis those depths) gather them. Weight stds: the leaky family's
+norm-preserving net without biases, s_w = √c with biases; s_w = 1.5 for erf, gelu, tanh. The
+library call: ntkcond.runs.activation_study.activation_study.
 """
 
 
 def build_parser(prog: str | None = None):
     """The flags of ``activation_study`` (``command_parser``: as the script when prog is None)."""
-    from .cli import add_data_arguments, add_run_arguments, command_parser, parse_width, positive_int
-
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p, split="test")
     p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
-    p.add_argument("--max-batches", type=positive_int, default=2, help="batches")
-    p.add_argument("--depths", default="0-10", help="depths at every width")
-    p.add_argument("--deep-depths", default="15,20,30,50,70,100",
-                   help="more depths at infinite width")
-    p.add_argument("--activations", nargs="+", default=list(ACTIVATIONS), help="activations")
-    p.add_argument("--b-stds", type=float, nargs="+", default=[0.0, 0.1], help="bias stds")
-    p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512], help="widths")
-    p.add_argument("--seeds", type=positive_int, default=5, help="finite width: nets per depth")
-    p.add_argument("--finite-activations", nargs="+", default=None,
-                   help="activations also run at the finite widths (default: all)")
+    p.add_argument("--max-batches", type=positive_int, default=2, help="number of batches")
+    p.add_argument("--drop-last", action=argparse.BooleanOptionalAction, default=True,
+                   help="drop a final batch smaller than --batch (--no-drop-last keeps it)")
+    add_network_arguments(p, depths="0-10", activations=ACTIVATIONS, options=False)
+    g = p.add_argument_group("study")
+    g.add_argument("--deep-depths", default="15,20,30,50,70,100",
+                   help="more depths at infinite width, e.g. 15,20,30")
+    g.add_argument("--b-stds", type=nonnegative_float, nargs="+", default=list(B_STDS),
+                   metavar="B", help="bias stds s_b of the nets (0: no biases)")
+    g.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512],
+                   help="inf and/or finite widths")
+    g.add_argument("--seeds", type=positive_int, default=5,
+                   help="finite widths: number of random nets per depth, seeds 0..S-1")
+    g.add_argument("--finite-activations", nargs="+", type=activation_name, metavar="ACT",
+                   help="activations also run at the finite widths (default: all of "
+                        "--activations)")
     add_run_arguments(p, NAME, resume=False)
     return p
 
 
 def _run_command(args):
-    from .cli import load_data, parse_depths
-
     ds = load_data(args)
+    check_batch(args.batch, ds)
     res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
                            depths=parse_depths(args.depths),
                            deep_depths=parse_depths(args.deep_depths),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),
                            widths=args.width, seeds=args.seeds, seed=args.seed,
-                           finite_activations=args.finite_activations,
+                           finite_activations=args.finite_activations, drop_last=args.drop_last,
                            overwrite=args.overwrite, progress=not args.no_progress)
-    with open(res.markdown, encoding="utf-8") as f:
-        print(f.read())
+    print(res.table)
     print(f"table: {os.path.abspath(res.csv)}\nfigure: {os.path.abspath(res.figure)}")
     return res
 
 
 def main(argv=None, prog: str | None = None) -> int:
     """The command: parse ``argv``, run (or resume) the study, print its table; 0, 2 or 130."""
-    from .cli import run_main
-
     p = build_parser(prog)
     return run_main(p.prog, p, _run_command, argv)

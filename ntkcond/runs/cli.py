@@ -9,9 +9,10 @@ prog=None)`` beside its library call; ``parser(prog, doc)`` (defaults shown in `
 ``parse_width``, ``positive_int`` and ``positive_float`` (argparse types of ``--width``,
 counts and tolerances);
 ``add_network_arguments`` (``--depths``, ``--activations``, ``--w-std``, ``--b-std``,
-``--residual`` and, where asked, ``--trainable``: the nets) with ``nets_from_args`` (the
-network objects, built once here); ``activation_name`` (the argparse type of
-``--activations``);
+``--residual``, ``--arch``, ``--readout``, ``--filter`` and, where asked, ``--trainable``: the
+nets) with ``nets_from_args`` (the network objects, built once here) and
+``fully_connected_only`` (the commands written for rows); ``activation_name`` (the argparse
+type of ``--activations``);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
 errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
 ``runs.launcher.add_process_arguments`` where a script has them.
@@ -25,14 +26,33 @@ import sys
 
 from .. import datasets
 from .._core.checks import MAX_DEPTH, as_depth
+from .provenance import command_line
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each flag's help with its default once: "(default: X)" appended unless the help already
+    says its default, the flag has none (None) or is a switch (False); lists shown as typed
+    ("inf 512")."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default is None or default is False
+                or default is argparse.SUPPRESS or action.option_strings == []
+                or isinstance(action, argparse._HelpAction)):
+            return text
+        if isinstance(default, (list, tuple)):
+            default = " ".join(str(v) for v in default)
+        return f"{text} (default: {str(default).replace('%', '%%')})"
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with defaults shown in ``--help`` and one-line errors (exit 2)."""
+    """argparse with defaults shown in ``--help`` and one-line errors (exit 2).
+
+    ``invocation``: how the command is run (``ntkcond cond-vs-depth`` or ``python
+    scripts/cond_vs_depth.py``), the head of the command line ``run_main`` records."""
+
+    invocation: str = ""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -53,7 +73,9 @@ def command_parser(name: str, doc: str, prog: str | None = None) -> Parser:
     ``python scripts/<name>.py`` or ``prog``.
     """
     command = f"python scripts/{name}.py" if prog is None else prog
-    return parser(name if prog is None else prog, doc.replace("{command}", command))
+    p = parser(name if prog is None else prog, doc.replace("{command}", command))
+    p.invocation = command
+    return p
 
 
 def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = True) -> None:
@@ -121,6 +143,28 @@ def positive_int(text: str) -> int:
     return _int_at_least_one(text, "an integer >= 1")
 
 
+def int_at_least(low: int):
+    """argparse type: an integer >= ``low`` (errors name the flag: argparse adds it)."""
+    def typed(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    typed.__name__ = f"integer >= {low}"
+    return typed
+
+
+def check_batch(batch: int, ds, flag: str = "--batch") -> None:
+    """ValueError naming ``flag`` unless 1 <= ``batch`` <= the number of rows of ``ds``."""
+    if batch > len(ds.x):
+        raise ValueError(f"{flag}: expected at most n = {len(ds.x)} (the rows of {ds.name}), got "
+                         f"{batch}")
+
+
 def _int_at_least_one(text: str, expected: str) -> int:
     """int(text) if it is an integer >= 1, else argparse's error saying ``expected``."""
     try:
@@ -182,17 +226,24 @@ def _std_type(nonzero: bool):
 
 
 def add_network_arguments(p: argparse.ArgumentParser, *, depths: str = "0-10",
-                          activations=("relu", "linear"), trainable: bool = False) -> None:
+                          activations=("relu", "linear"), trainable: bool = False,
+                          options: bool = True) -> None:
     """The nets of a sweep, one flag group: --depths, --activations, --w-std, --b-std,
     --residual (``ntkcond.network.mlp``; NTK parameterisation), --arch, --readout, --filter
-    (``ntkcond.network.cnn``) and, with ``trainable``, --trainable. The defaults are the norm-preserving bias-free nets of Liu & Hui, so a run
-    without them is the run it always was. ``nets_from_args`` builds the nets."""
+    (``ntkcond.network.cnn``) and, with ``trainable``, --trainable. The defaults are the
+    norm-preserving bias-free nets of Liu & Hui, so a run without them is the run it always
+    was. ``nets_from_args`` builds the nets. Without ``options`` only --depths and
+    --activations (a command that chooses the stds itself: the activation study)."""
     from ..activations import activations_help
 
     g = p.add_argument_group("network")
     g.add_argument("--depths", default=depths, help="depths L (hidden layers), e.g. 0-10 or 0,1,5")
     g.add_argument("--activations", nargs="+", type=activation_name, default=list(activations),
-                   help=activations_help() + " (those outside the leaky family need --w-std)")
+                   metavar="ACT",
+                   help=activations_help() + (" (those outside the leaky family need --w-std)"
+                                              if options else ""))
+    if not options:
+        return
     g.add_argument("--w-std", type=_std_type(True), default=None,
                    help="weight std s_w of every layer (default: the norm-preserving "
                         "bias-free net: hidden layers sqrt(c), c = 2/(1+a^2), read-out 1; "
@@ -282,15 +333,17 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
                    help="prepared TFDS data dir, or a folder with exported <name>_<split>.npz files "
                         "(e.g. cifar10_test.npz)")
     p.add_argument("--mean", type=float, nargs="+", default=None,
-                   help=".npz: per-channel mean after scaling pixels to [0, 1] (one or per channel)")
-    p.add_argument("--std", type=float, nargs="+", default=None, help=".npz: per-channel std")
+                   help=".npz: per-channel mean after scaling pixels to [0, 1] (one or per "
+                        "channel; default: --preset's, or the set's own)")
+    p.add_argument("--std", type=float, nargs="+", default=None,
+                   help=".npz: per-channel std (default: --preset's, or the set's own)")
     p.add_argument("--preset", default=None, choices=sorted(datasets.TFDS_NAMES),
                    help=".npz: the papers' mean/std of this data set (e.g. mnist, cifar10)")
     p.add_argument("--normalize", default="default", choices=["default", "unit", "none"],
                    help="preprocessing: the set's (default), unit-norm rows, or none (raw values)")
-    p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
-    p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--n", type=int_at_least(2), default=512, help="gaussian: number of points")
+    p.add_argument("--dim", type=int_at_least(1), default=784, help="gaussian: dimension")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
                    help="seed of the batches' shuffling and of --dataset gaussian")
 
 
@@ -305,13 +358,20 @@ def load_data(args) -> datasets.Dataset:
                          normalize=args.normalize)
 
 
-def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
-    """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr.
+def run_main(prog: str, p: Parser, run, argv=None) -> int:
+    """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr. The
+    command line (``p.invocation`` and ``argv``) is what ``runs.provenance`` records.
 
     ValueError/TypeError (bad input) and OSError (unwritable --out, full disk, missing file):
     exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
+    with command_line((p.invocation or prog).split() + argv):  # recorded in config.json
+        return _run(prog, args, argv, run)
+
+
+def _run(prog: str, args, argv, run) -> int:
     joined = False
     try:
         if hasattr(args, "processes"):  # the process flags (``runs.launcher``)
@@ -321,7 +381,7 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
             if code is not None:  # this process started the others and waited for them
                 return code
             joined = _joined()
-        run(args)
+        status = run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
@@ -335,7 +395,7 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
         where = f" {err.filename!r}" if getattr(err, "filename", None) else ""
         print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
         return _failed(2, joined)
-    return 0
+    return status if isinstance(status, int) else 0  # a command's own status (check-claims --strict)
 
 
 def _joined() -> bool:

@@ -19,22 +19,24 @@ import time
 
 import numpy as np
 
-from .. import datasets
+from .. import datasets, plot
 from .._core.checks import as_count, as_int
-from .._core.io import atomic_savefig
+from .._core.progress import progress_bar
 from ..network import resolve_mlps
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
-from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  fully_connected_only, load_data, nets_from_args, parse_depths, parse_sizes, run_main)
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
+                  command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
+                  parse_depths, parse_sizes, run_main)
 from .depth import check_nonzero_rows, check_spectrum_fields
+from .frames import RunResult
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
 from .tables import text_table, write_csv
 
-__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "plot_cond_vs_batch", "main"]
+__all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "main"]
 
 KEY_FIELDS = ("n", "activation", "depth")
 CSV_FIELDS = ["n", "activation", "depth", "rank", "kappa_eff", "kappa", "lambda_max",
@@ -42,14 +44,17 @@ CSV_FIELDS = ["n", "activation", "depth", "rank", "kappa_eff", "kappa", "lambda_
 
 
 @dataclasses.dataclass(frozen=True)
-class BatchSweep:
-    """Result of ``cond_vs_batch``: the ``records``, the paths of ``table.csv`` and
-    ``figure.png``, the title, and how many records were computed now / resumed."""
+class BatchSweep(RunResult):
+    """Result of ``cond_vs_batch``: the ``records`` (in the order of records.jsonl) and the
+    ``config`` (``frame()``: what ``ntkcond.runs.load`` reads), the paths of ``table.csv`` and
+    ``figure.png`` (None without a run directory), the title, and how many records were
+    computed now / resumed."""
 
     records: tuple
+    config: dict
     title: str
-    table_csv: str
-    figure: str
+    table_csv: str | None
+    figure: str | None
     computed: int
     resumed: int
 
@@ -62,11 +67,12 @@ def default_sizes(n_max: int) -> list[int]:
     return [64 * 2**k for k in range(12) if 64 * 2**k < n_max] + [n_max]
 
 
-def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10000,
+def cond_vs_batch(ds: datasets.Dataset, *, out: str | None, sizes=None, max_n: int = 10000,
                   depths=(1, 3, 10), activations=("relu", "linear"), angles: bool = True,
                   block: int = 1024, seed: int = 0, resume: bool = False, overwrite: bool = False,
                   progress: bool = True, w_std=None, b_std=None, residual=None) -> BatchSweep:
-    """Run (or resume) the batch-size sweep on ``ds`` into the run directory ``out``.
+    """Run (or resume) the batch-size sweep on ``ds`` into the run directory ``out`` (None: in
+    memory, nothing written).
 
     Args:
       ds: the data set; sizes: batch sizes n (default ``default_sizes(min(len(ds), max_n))``);
@@ -99,13 +105,12 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
               "seed": seed, "nested": True, "angles": bool(angles), "block": block,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
     config.update(opts)  # only those set: runs of the default net keep their config.json
-    from tqdm.auto import tqdm
-
     share = current_share()  # several processes: all compute each size, process 0 writes
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                     where=where, outputs=OUTPUTS, validate=record_validator(config, n_all)) as run:
         resumed = len(run.records)
-        for n in tqdm(sizes, desc=where, unit="size", disable=not (progress and share.is_root)):
+        for n in progress_bar(sizes, desc=where, unit="size",
+                              disable=not (progress and share.is_root)):
             todo = [a for a in acts if any(run.key({"n": n, "activation": a.act.name, "depth": L})
                                            not in run.done for L in depths)]
             if not todo:
@@ -142,10 +147,12 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str, sizes=None, max_n: int = 10
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = f"{name} ({ds.split}), d = {d}, nested batches, infinite width"
         table_csv, figure = run.file("table.csv"), run.file("figure.png")
-        share.on_root(lambda: (write_csv(table_csv, records, CSV_FIELDS),
-                               plot_cond_vs_batch(records, figure, title=title, d=d,
-                                                  depths=depths, metadata=config)))
-        return BatchSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
+        if run.path is not None:
+            share.on_root(lambda: (write_csv(table_csv, records, CSV_FIELDS),
+                                   plot.batch_curves(records, figure, title=title, d=d,
+                                                     metadata=config)))
+        return BatchSweep(records=tuple(run.records), config=dict(run.config), title=title,
+                          table_csv=table_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed)
 
 
@@ -200,42 +207,6 @@ def format_table(records) -> str:
     return text_table(header, body)
 
 
-def plot_cond_vs_batch(records, path: str, *, title: str, d: int, depths, metadata=None) -> str:
-    """κ_eff, smallest gradient angle and numerical rank against n (log x); written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for a, L in _series(records):
-        rs = sorted((r for r in records if r["activation"] == a and r["depth"] == L), key=lambda r: r["n"])
-        label = "linear (any depth)" if a == "linear" else f"{a}, L = {L}"
-        style = dict(marker="o", ms=3, ls="--" if a == "linear" else "-")
-        ns = [r["n"] for r in rs]
-        axes[0].plot(ns, [r["kappa_eff"] for r in rs], label=label, **style)
-        axes[2].plot(ns, [r["rank"] for r in rs], label=label, **style)
-        if rs[0].get("min_grad_angle_deg") is not None:
-            axes[1].plot(ns, [r["min_grad_angle_deg"] for r in rs], label=label, **style)
-    for ax in axes:
-        ax.axvline(d, color="grey", lw=0.8, ls=":")
-        ax.set_xscale("log")
-        ax.set_xlabel("batch size n")
-    axes[0].text(d, 0.02, " n = d", color="grey", transform=axes[0].get_xaxis_transform())
-    axes[0].set(yscale="log", ylabel="effective condition number κ_eff")
-    axes[1].set_ylabel("smallest gradient angle (degrees)")
-    ns = sorted({r["n"] for r in records})
-    axes[2].plot(ns, ns, color="grey", lw=0.8, label="rank = n")
-    axes[2].set(yscale="log", ylabel="numerical rank (eigenvalues > n·eps·λ_max)")
-    axes[2].legend(fontsize=8)
-    axes[0].legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    atomic_savefig(fig, path, dpi=120, metadata={"Description": str(metadata)} if metadata else None)
-    plt.close(fig)
-    return path
-
-
 # The command: ``ntkcond cond-vs-batch`` and ``scripts/cond_vs_batch.py``.
 
 NAME = "cond_vs_batch"
@@ -260,10 +231,11 @@ def build_parser(prog: str | None = None):
     add_data_arguments(p, split="test")
     p.add_argument("--sizes", default=None,
                    help="batch sizes, e.g. 64,128,1000 (default: 64, 128, ... and the data-set size)")
-    p.add_argument("--max-n", type=int, default=10000, help="cap on the default batch sizes")
+    p.add_argument("--max-n", type=int_at_least(2), default=10000,
+                   help="cap on the default batch sizes")
     add_network_arguments(p, depths="1,3,10")
     p.add_argument("--no-angles", action="store_true", help="skip the smallest-angle streaming")
-    p.add_argument("--block", type=int, default=1024, help="block size")
+    p.add_argument("--block", type=int_at_least(2), default=1024, help="block size")
     add_run_arguments(p, NAME)
     add_process_arguments(p)
     return p
@@ -273,7 +245,10 @@ def _run_command(args):
     nets = fully_connected_only(nets_from_args(args), 'cond-vs-batch')
     depths = parse_depths(args.depths)
     ds = load_data(args)
-    sweep = cond_vs_batch(ds, out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),
+    sizes = None if args.sizes is None else parse_sizes(args.sizes)
+    if sizes is not None:
+        check_batch(sizes[-1], ds, "--sizes")
+    sweep = cond_vs_batch(ds, out=args.out, sizes=sizes,
                           max_n=args.max_n, depths=depths, activations=nets, angles=not args.no_angles, block=args.block,
                           seed=args.seed, resume=args.resume, overwrite=args.overwrite,
                           progress=not args.no_progress)

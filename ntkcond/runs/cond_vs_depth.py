@@ -11,7 +11,8 @@ With ``save_spectra`` the eigenvalues of every kernel are kept too, from the eig
 its record is appended (``spectrum_key``: ``b{batch}_L{depth}_{activation}_w{width}_s{seed}``),
 so a killed run resumed with ``resume`` still ends with every spectrum; at the end they are
 packed into ``spectra.npz`` (one (n,) ascending float64 array per record, K's units) and drawn
-in ``spectra.png`` (``plot_spectra``).
+in ``spectra.png`` (``ntkcond.plot.spectra``). ``out=None`` runs the sweep in memory: the
+result holds the records (``frame()``) and, with ``save_spectra``, the eigenvalues.
 
 Across processes (``runs.launcher``) the calls (one per batch in a fresh Figure-2 run) go
 round-robin to the processes, one round at a time; after each round the records are gathered
@@ -20,6 +21,7 @@ and process 0 appends them in the order one process would (``runs.shared_run``),
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import io
 import math
@@ -27,40 +29,49 @@ import os
 
 import numpy as np
 
-from .. import datasets
+from .. import datasets, plot
 from .._core.checks import as_depth, as_int
-from .._core.io import atomic_savefig, atomic_write
+from .._core.io import atomic_write
+from .._core.progress import progress_bar
 from .._core.memory import InsufficientMemoryError, available_memory
 from ..finite.sweep import NetWeights
 from ..scale.processes import current_share
 from ..network import resolve_mlps
-from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  load_data, nets_from_args, parse_depths, parse_width, positive_int, run_main)
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
+                  command_parser, load_data, nets_from_args, parse_depths, parse_width,
+                  positive_int, run_main)
 from .depth import check_nonzero_rows, check_spectrum_fields, iter_finite_batch, iter_infinite_batch
+from .frames import RunResult
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
 from .tables import text_table, write_csv
 
-__all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "plot_cond_vs_depth",
-           "spectrum_key", "pack_spectra", "plot_spectra", "net_title", "main"]
+__all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "spectrum_key",
+           "pack_spectra", "net_title", "main"]
 
 KEY_FIELDS = ("batch_index", "depth", "activation", "width", "seed")
 
 
 @dataclasses.dataclass(frozen=True)
-class DepthSweep:
-    """Result of ``cond_vs_depth``: ``rows`` of ``summarize``, the ``title``, the paths of
-    ``summary.csv`` and ``figure.png``, how many kernels were computed now / resumed, and the
-    paths of ``spectra.npz`` and ``spectra.png`` (None without ``save_spectra``)."""
+class DepthSweep(RunResult):
+    """Result of ``cond_vs_depth``: its ``records`` and ``config`` (``frame()``: the DataFrame
+    ``ntkcond.runs.load`` reads from the run directory), ``rows`` of ``summarize``, the
+    ``title``, the paths of ``summary.csv`` and ``figure.png`` (None without a run directory),
+    how many kernels were computed now / resumed; with ``save_spectra`` the eigenvalues
+    (``spectra``: {``spectrum_key``: (n,) array}) and the paths of ``spectra.npz`` and
+    ``spectra.png``."""
 
+    records: tuple
+    config: dict
     rows: tuple
     title: str
-    summary_csv: str
-    figure: str
+    summary_csv: str | None
+    figure: str | None
     computed: int
     resumed: int
-    spectra: str | None = None
+    spectra: dict | None = None
+    spectra_npz: str | None = None
     spectra_figure: str | None = None
 
     def __repr__(self) -> str:
@@ -82,18 +93,21 @@ def _unique_widths(widths, where: str) -> list:
     return sorted(items, key=_width_key)
 
 
-def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=range(11),
+def cond_vs_depth(ds: datasets.Dataset, *, out: str | None, batch: int = 512, depths=range(11),
                   activations=("relu", "linear"), widths=("inf",), seeds: int = 5,
                   trainable: str = "all", seed: int = 0, in_order: bool = False,
-                  drop_last: bool = False, max_batches: int | None = None, resume: bool = False,
+                  drop_last: bool = True, max_batches: int | None = None, resume: bool = False,
                   overwrite: bool = False, progress: bool = True,
                   save_spectra: bool = False, w_std=None, b_std=None,
                   residual=None) -> DepthSweep:
-    """Run (or resume) the depth sweep on the batches of ``ds`` into the run directory ``out``.
+    """Run (or resume) the depth sweep on the batches of ``ds`` into the run directory ``out``
+    (None: in memory, nothing written; the result holds the records).
 
     Args:
       ds: the data set (``datasets.load``); batches of ``batch`` rows (``datasets.batches``
-        with ``seed``, ``in_order`` = no shuffling, ``drop_last``, ``max_batches``).
+        with ``seed``, ``in_order`` = no shuffling, ``drop_last``, ``max_batches``);
+        ``drop_last`` (default) drops a final smaller batch, so every record has n = ``batch``
+        (the figure's title states n either way).
       depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``, or the
         nets themselves (``ntkcond.network.MLPFamily``, as ``resolve_mlps`` builds them, or
         ``CNNFamily``, ``resolve_cnns``: convolutional nets on the images of ``ds``).
@@ -101,7 +115,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
         0 … ``seeds`` − 1 (the same nets on every batch).
       trainable: "all", "first" or "last".
       resume, overwrite: the run-directory policy (``runs.rundir``).
-      progress: show a progress bar (tqdm) on stderr.
+      progress: show progress on stderr (``ntkcond._core.progress``); a str is its label
+        (default ``cond_vs_depth``).
       save_spectra: keep every kernel's eigenvalues (module docstring); part of the run's
         configuration (``"save_spectra": true`` in config.json), so a run resumes only with
         the same choice.
@@ -148,9 +163,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                             todo.append((b, act, width, s, missing))
         total = len(index_batches) * len(acts) * len(depths) * sum(
             1 if w == "inf" else len(seeds) for w in widths)
-        from tqdm.auto import tqdm
-
         spectra_dir = run.file("spectra")
+        kept = {}  # the eigenvalues of a run in memory
         latest = []  # the eigenvalues of the kernel whose record comes next
         hook = latest.append if save_spectra else None
         weights = NetWeights()  # each (seed, depth) net drawn once for all batches and activations
@@ -169,13 +183,17 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
 
         def keep(rec, spectrum, bar):
             if save_spectra and share.is_root:  # the spectrum first: a record never lacks its file
-                _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), spectrum)
+                if spectra_dir is None:
+                    kept[spectrum_key(rec)] = np.asarray(spectrum, np.float64)
+                else:
+                    _save_npy(os.path.join(spectra_dir, spectrum_key(rec) + ".npy"), spectrum)
             run.append(rec)
             bar.update(1)
 
         calls = grid_calls(todo)
-        with tqdm(total=total, initial=resumed, desc=where, unit="kernel",
-                  disable=not (progress and share.is_root)) as bar:
+        label = progress if isinstance(progress, str) else where
+        with progress_bar(total=total, initial=resumed, desc=label, unit="kernel",
+                          disable=not (progress and share.is_root)) as bar:
             if not share.distributed:  # each record kept as it finishes
                 for call in calls:
                     for rec in records_of(call):
@@ -197,26 +215,35 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                         for rec, spectrum in part:
                             keep(rec, spectrum, bar)
         rows = summarize(run.records)
-        summary_csv = run.file("summary.csv")
         if not share.is_root:  # the files are process 0's; the others return the same result
             return share.broadcast(None)
-        summary_csv = write_csv(summary_csv, rows)
+        sizes = sorted({len(i) for i in index_batches})
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
-        title = (f"{name} ({ds.split}), n = {batch}, {len(index_batches)} batch(es), width "
-                 f"{', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
-                 + (f" ({len(seeds)} seeds)" if widths != ["inf"] else "")
-                 + f", trainable = {trainable}" + net_title(opts))
-        figure = plot_cond_vs_depth(rows, run.file("figure.png"), title=title, metadata=config)
-        spectra = spectra_figure = None
-        if save_spectra:
-            arrays = pack_spectra(spectra_dir, [spectrum_key(r) for r in run.records],
-                                  run.file("spectra.npz"), where=where)
-            spectra = run.file("spectra.npz")
-            spectra_figure = plot_spectra(arrays, run.records, run.file("spectra.png"),
-                                          title=title, metadata=config)
-        result = DepthSweep(rows=tuple(rows), title=title, summary_csv=summary_csv, figure=figure,
-                            computed=len(run.records) - resumed, resumed=resumed, spectra=spectra,
-                            spectra_figure=spectra_figure)
+        nets = (f"width {', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
+                + (f" ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})"
+                   if widths != ["inf"] else "")
+                + f", trainable = {trainable}" + net_title(opts))
+        title = (f"{name} ({ds.split}), n = {'/'.join(map(str, sizes))}, "
+                 f"{len(index_batches)} batch{'es' if len(index_batches) != 1 else ''}, {nets}")
+        # the figure states n and the batches itself, from the records
+        figure_title = f"{name} ({ds.split}), {nets}"
+        summary_csv = figure = spectra_npz = spectra_figure = None
+        arrays = kept if save_spectra else None
+        if run.path is not None:
+            summary_csv = write_csv(run.file("summary.csv"), rows)
+            figure = plot.depth_curves(run.records, run.file("figure.png"), title=figure_title,
+                                       metadata=config)
+            if save_spectra:
+                arrays = pack_spectra(spectra_dir, [spectrum_key(r) for r in run.records],
+                                      run.file("spectra.npz"), where=where)
+                spectra_npz = run.file("spectra.npz")
+                spectra_figure = plot.spectra(arrays, run.records, run.file("spectra.png"),
+                                              key=spectrum_key, title=title,
+                                              metadata=config)
+        result = DepthSweep(records=tuple(run.records), config=dict(run.config), rows=tuple(rows),
+                            title=title, summary_csv=summary_csv, figure=figure,
+                            computed=len(run.records) - resumed, resumed=resumed, spectra=arrays,
+                            spectra_npz=spectra_npz, spectra_figure=spectra_figure)
         return share.broadcast(result)
 
 
@@ -334,59 +361,6 @@ def pack_spectra(folder: str, keys, path: str, *, where: str = "pack_spectra") -
     return arrays
 
 
-def plot_spectra(spectra: dict, records, path: str, *, title: str = "",
-                 metadata: dict | None = None) -> str:
-    """Eigenvalue decay λᵢ/λmax against i/n (eigenvalues descending, log y) of the first
-    batch's kernels: one panel per width (the net of the lowest seed at finite width), colour
-    by depth (colour bar), ReLU solid and linear dashed (other activations dotted). Eigenvalues at or below
-    0 are left out; the grey line is the cutoff n·eps of κ_eff. Written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    first = min(r["batch_index"] for r in records)
-    seeds = {}
-    for r in records:
-        if r["seed"] is not None:
-            seeds[r["width"]] = min(seeds.get(r["width"], r["seed"]), r["seed"])
-    sel = [r for r in records if r["batch_index"] == first and r["seed"] == seeds.get(r["width"])]
-    widths = sorted({r["width"] for r in sel}, key=lambda w: (w != "inf", _width_key(w)))
-    depths = sorted({r["depth"] for r in sel})
-    cmap = plt.get_cmap("viridis")
-    norm = matplotlib.colors.Normalize(vmin=depths[0], vmax=max(depths[-1], depths[0] + 1))
-    styles = {"relu": "-", "linear": "--"}
-    fig, axes = plt.subplots(1, len(widths), figsize=(5.5 * len(widths) + 1, 4.4), squeeze=False)
-    for ax, width in zip(axes[0], widths):
-        acts = {}
-        for r in sorted((r for r in sel if r["width"] == width), key=lambda r: (r["depth"], r["activation"])):
-            lam = np.sort(np.asarray(spectra[spectrum_key(r)]))[::-1]
-            n = lam.size
-            i = np.arange(1, n + 1) / n
-            keep = lam > 0
-            acts[r["activation"]] = style = styles.get(r["activation"], ":")
-            ax.plot(i[keep], lam[keep] / lam[0], style, color=cmap(norm(r["depth"])), lw=1.1)
-        n = max(np.asarray(spectra[spectrum_key(r)]).size for r in sel)
-        ax.axhline(n * np.finfo(np.float64).eps, color="grey", lw=0.8, ls="-.")
-        ax.set(yscale="log", xlabel="i / n (eigenvalues in descending order)",
-               ylabel="λᵢ / λmax", title=f"width {'∞' if width == 'inf' else width}"
-               + ("" if width == "inf" else f" (seed {seeds[width]})"))
-        ax.grid(alpha=0.3)
-        for act, style in acts.items():
-            ax.plot([], [], style, color="k", label=act)
-        ax.legend(fontsize=8, title="activation", title_fontsize=8)
-    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[0]),
-                       fraction=0.03, pad=0.02)
-    bar.set_label("depth L")
-    fig.subplots_adjust(top=0.84)
-    fig.suptitle(f"{title}\nbatch {first}; grey: κ_eff's cutoff n·eps" if title else
-                 f"batch {first}; grey: κ_eff's cutoff n·eps", fontsize=9)
-    atomic_savefig(fig, path, dpi=120, bbox_inches="tight",
-                   metadata={"Description": str(metadata)} if metadata else None)
-    plt.close(fig)
-    return path
-
-
 #: float64 n × n arrays alive at once in one batch's infinite-width sweep (geometry, recursion
 #: terms, kernel, angles, eigvalsh workspace): the tracemalloc peak of ``measure_infinite_batch``
 #: (depths 0-10, ReLU and linear) is 26.0 of them at n = 256 and at n = 512; 28 leaves a margin.
@@ -450,58 +424,6 @@ def format_table(rows) -> str:
     return text_table(header, body)
 
 
-ACTIVATION_COLOURS = {"relu": "C3", "linear": "C0"}
-FINITE_WIDTH_STYLES = ("--", ":", "-.")
-
-
-def plot_cond_vs_depth(rows, path: str, *, title: str = "", metadata: dict | None = None) -> str:
-    """The paper's layout: smallest gradient angle (left) and κ_eff (right, log) vs depth.
-
-    Colour by activation (ReLU red, linear blue, leaky others), line style by width (∞ solid,
-    then finite widths dashed, dotted, dash-dot). Lines are medians over batches and seeds,
-    the shaded band their min–max, as the table and ``summary.csv`` report. Written
-    atomically; returns ``path``.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    widths = sorted({r["width"] for r in rows}, key=lambda w: (w != "inf", _width_key(w)))
-    finite = [w for w in widths if w != "inf"]
-    styles = {"inf": "-", **{w: FINITE_WIDTH_STYLES[i % 3] for i, w in enumerate(finite)}}
-    acts = sorted({r["activation"] for r in rows}, key=lambda a: (a != "relu", a != "linear", a))
-    colours = {a: ACTIVATION_COLOURS.get(a, f"C{i + 4}") for i, a in enumerate(acts)}
-    for width in widths:
-        for act in acts:
-            sel = sorted((r for r in rows if r["width"] == width and r["activation"] == act),
-                         key=lambda r: r["depth"])
-            if not sel:
-                continue
-            depth = [r["depth"] for r in sel]
-            label = f"{act}, width {'∞' if width == 'inf' else width}"
-            for ax, field in zip(axes, ("min_grad_angle_deg", "kappa_eff")):
-                ax.plot(depth, [r[f"{field}_median"] for r in sel], styles[width],
-                        color=colours[act], marker="o", ms=3, label=label)
-                ax.fill_between(depth, [r[f"{field}_min"] for r in sel],
-                                [r[f"{field}_max"] for r in sel], color=colours[act], alpha=0.12)
-    band = "line: median over batches (× seeds); band: min–max"
-    axes[0].set(xlabel="depth L (hidden layers)", ylabel="smallest gradient angle (degrees)")
-    axes[1].set(xlabel="depth L (hidden layers)", ylabel="effective condition number κ_eff",
-                yscale="log")
-    axes[0].legend(fontsize=8, title=band, title_fontsize=7)
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    meta = {"Description": str(metadata)} if metadata else None
-    atomic_savefig(fig, path, dpi=120, metadata=meta)
-    plt.close(fig)
-    return path
-
-
 # The command: ``ntkcond cond-vs-depth`` and ``scripts/cond_vs_depth.py``.
 
 NAME = "cond_vs_depth"
@@ -530,14 +452,17 @@ def build_parser(prog: str | None = None):
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p)
     p.add_argument("--batch", type=positive_int, default=512, help="batch size n")
-    p.add_argument("--max-batches", type=positive_int, default=None, help="at most this many batches")
+    p.add_argument("--max-batches", type=positive_int, default=None,
+                   help="at most this many batches (default: every batch of the data set)")
     add_network_arguments(p, trainable=True)
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf"],
                    help="inf and/or finite widths, e.g. --width inf 512 2048")
     p.add_argument("--seeds", type=positive_int, default=5,
                    help="finite widths: number of random nets, seeds 0..S-1")
     p.add_argument("--in-order", action="store_true", help="keep the file order (no shuffling)")
-    p.add_argument("--drop-last", action="store_true", help="drop a final smaller batch")
+    p.add_argument("--drop-last", action=argparse.BooleanOptionalAction, default=True,
+                   help="drop a final batch smaller than --batch, so every kernel has n = "
+                        "--batch (--no-drop-last keeps it; the figure's title states n)")
     p.add_argument("--save-spectra", action="store_true",
                    help="keep every kernel's eigenvalues: spectra.npz and spectra.png")
     add_run_arguments(p, NAME)
@@ -549,6 +474,7 @@ def _run_command(args):
     nets = nets_from_args(args)
     depths = parse_depths(args.depths)
     ds = load_data(args)
+    check_batch(args.batch, ds)
     sweep = cond_vs_depth(ds, out=args.out, batch=args.batch, depths=depths,
                           activations=nets, widths=args.width, seeds=args.seeds,
                           trainable=args.trainable, seed=args.seed, in_order=args.in_order,
@@ -560,8 +486,9 @@ def _run_command(args):
     print("(medians over batches and seeds; * = kappa_eff at the float64 resolution limit)")
     print(f"summary: {os.path.abspath(sweep.summary_csv)}")
     print(f"figure: {os.path.abspath(sweep.figure)}")
-    if sweep.spectra:
-        print(f"spectra: {os.path.abspath(sweep.spectra)}, {os.path.abspath(sweep.spectra_figure)}")
+    if sweep.spectra_npz:
+        print(f"spectra: {os.path.abspath(sweep.spectra_npz)}, "
+              f"{os.path.abspath(sweep.spectra_figure)}")
     return sweep
 
 

@@ -5,7 +5,12 @@
     df.attrs["batch"], df.attrs["data_fingerprint"]     # the run's config.json
     df[df.width == "inf"].groupby(["activation", "depth"]).kappa_eff.median()
 
-Needs pandas (``pip install 'ntkcond[pandas]'``); imported only when ``load`` is called.
+A run's library call returns the same table without reading the disk: every result type
+(``DepthSweep``, ``BatchSweep``, ``MinAngleRun``, ``TrainSweep``, ``StudyResult``,
+``ClaimsReport``) is a ``RunResult`` whose ``frame()`` is ``frame(records, config)``, equal
+to ``load`` of its run directory (and available when the call ran without one, ``out=None``).
+
+Needs pandas (``pip install 'ntkcond[pandas]'``); imported only when a frame is made.
 """
 from __future__ import annotations
 
@@ -14,7 +19,43 @@ import os
 
 from .rundir import CONFIG, RECORDS, read_records
 
-__all__ = ["load"]
+__all__ = ["load", "frame", "RunResult"]
+
+
+def _pandas(where: str):
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(f"{where}: needs pandas: pip install 'ntkcond[pandas]' (or pip install "
+                          "pandas)") from None
+    return pd
+
+
+def frame(records, config: dict):
+    """The DataFrame ``load`` makes of a run directory holding ``config`` and ``records``:
+    each record as JSON reads it back (tuples become lists), one row per record, columns in
+    order of first appearance, ``attrs`` the config."""
+    pd = _pandas("ntkcond.runs.frames.frame")
+    records = [json.loads(json.dumps(r)) for r in records]
+    out = pd.DataFrame.from_records(records) if records else pd.DataFrame()
+    out.attrs = json.loads(json.dumps(config))
+    return out
+
+
+class RunResult:
+    """What every run's result carries: ``records`` (one dict per record, as appended to
+    ``records.jsonl``) and ``config`` (as in ``config.json``, provenance included); ``frame()``
+    is their DataFrame, equal to ``ntkcond.runs.load`` of the run directory the call wrote
+    (subclasses are frozen dataclasses with these two fields)."""
+
+    records: tuple
+    config: dict
+
+    def frame(self):
+        """The records as a pandas DataFrame, ``attrs`` the config (``frames.frame``): each
+        record with its keys sorted, as ``records.jsonl`` stores it (``append_jsonl``)."""
+        return frame([json.loads(json.dumps(r, sort_keys=True)) for r in self.records],
+                     self.config)
 
 
 def load(path):
@@ -40,11 +81,7 @@ def load(path):
         ``records.jsonl``, a config that is not a JSON object, a damaged record line).
     """
     where = "ntkcond.runs.load"
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError(f"{where}: needs pandas: pip install 'ntkcond[pandas]' (or pip install "
-                          "pandas)") from None
+    _pandas(where)
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{where}: expected path as a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)
@@ -58,9 +95,7 @@ def load(path):
                          f"got {path!r} without {' and '.join(missing)}")
     config = _read_config(os.path.join(path, CONFIG), where)
     records = read_records(os.path.join(path, RECORDS), (), where, repair=False)
-    frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
-    frame.attrs = config
-    return frame
+    return frame(records, config)
 
 
 def _read_config(path: str, where: str) -> dict:

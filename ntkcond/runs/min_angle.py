@@ -22,8 +22,9 @@ from ..network import resolve_mlps
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  fully_connected_only, load_data, nets_from_args, parse_depths,
-                  run_main)
+                  fully_connected_only, int_at_least, load_data, nets_from_args, parse_depths,
+                  positive_int, run_main)
+from .frames import RunResult
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
@@ -36,24 +37,28 @@ CHECKPOINT = "checkpoint.json"
 
 
 @dataclasses.dataclass(frozen=True)
-class MinAngleRun:
-    """Result of ``min_angle``: ``result`` (the content of result.json), its path, and the
-    path of table.csv."""
+class MinAngleRun(RunResult):
+    """Result of ``min_angle``: the ``records`` (one per activation and depth) and ``config``
+    (``frame()``: what ``ntkcond.runs.load`` reads), ``result`` (the content of result.json),
+    and the paths of result.json and table.csv (None without a run directory)."""
 
+    records: tuple
+    config: dict
     result: dict
-    result_json: str
-    table_csv: str
+    result_json: str | None
+    table_csv: str | None
 
     def __repr__(self) -> str:
         return f"MinAngleRun({len(self.result['results'])} minima, result={self.result_json!r})"
 
 
-def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=("relu", "linear"),
+def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activations=("relu", "linear"),
               trainable: str = "all", limit: int | None = None, block: int = 1024,
               backend: str = "auto", devices: int | None = None, dtype: str = "float64",
               workers: int | None = None, resume: bool = False, overwrite: bool = False,
               progress: bool = True, w_std=None, b_std=None, residual=None) -> MinAngleRun:
-    """Run (or resume) the whole-set smallest-angle search on ``ds`` into ``out``.
+    """Run (or resume) the whole-set smallest-angle search on ``ds`` into ``out`` (None: in
+    memory, no checkpoints, nothing written).
 
     Args:
       ds: the data set; limit: use only its first ``limit`` rows (2 ≤ limit ≤ n).
@@ -82,16 +87,19 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
     share = current_share()  # several processes: process 0 writes, all compute (runs.launcher)
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                     where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
-        checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")
+        checkpoint, result_json = run.file(CHECKPOINT), run.file("result.json")  # None in memory
 
         def complete():  # process 0: a finished run to return as it is, else None
+            if run.path is None:
+                return None
             if not resume:  # a fresh run never picks up a stray checkpoint
                 for path in (checkpoint, result_json):
                     if os.path.exists(path):
                         os.unlink(path)
             if resume and len(run.done) == len(acts) * len(depths) and os.path.exists(result_json):
                 with open(result_json, encoding="utf-8") as f:  # already complete: nothing to do
-                    return MinAngleRun(result=json.load(f), result_json=result_json,
+                    return MinAngleRun(records=tuple(run.records), config=dict(run.config),
+                                       result=json.load(f), result_json=result_json,
                                        table_csv=run.file("table.csv"))
             return None
 
@@ -122,11 +130,14 @@ def min_angle(ds: datasets.Dataset, *, out: str, depths=range(11), activations=(
                       "input_pair": list(res.input_pair), "results": rows}
             if share.distributed:
                 result["processes"] = share.count
-            atomic_write(result_json, json.dumps(result, indent=2) + "\n")
-            table_csv = write_csv(run.file("table.csv"), rows)
-            if os.path.exists(checkpoint):
-                os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
-            return MinAngleRun(result=result, result_json=result_json, table_csv=table_csv)
+            table_csv = None
+            if run.path is not None:
+                atomic_write(result_json, json.dumps(result, indent=2) + "\n")
+                table_csv = write_csv(run.file("table.csv"), rows)
+                if os.path.exists(checkpoint):
+                    os.unlink(checkpoint)  # complete: records.jsonl and result.json hold everything
+            return MinAngleRun(records=tuple(run.records), config=dict(run.config), result=result,
+                               result_json=result_json, table_csv=table_csv)
 
         return share.on_root(write)
 
@@ -188,14 +199,17 @@ def build_parser(prog: str | None = None):
     """The flags of ``min_angle`` (``command_parser``: as the script when prog is None)."""
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p)
-    p.add_argument("--limit", type=int, default=None, help="use only the first N examples")
+    p.add_argument("--limit", type=int_at_least(2), default=None,
+                   help="use only the first N examples (default: all)")
     add_network_arguments(p, trainable=True)
-    p.add_argument("--block", type=int, default=1024, help="block size")
+    p.add_argument("--block", type=int_at_least(2), default=1024, help="block size")
     p.add_argument("--backend", default="auto", choices=["auto", "numpy", "jax"])
-    p.add_argument("--devices", type=int, default=None, help="jax: use the first N devices")
+    p.add_argument("--devices", type=positive_int, default=None,
+                   help="jax: use the first N devices (default: all)")
     p.add_argument("--dtype", default="float64", choices=["float64", "float32"],
                    help="jax backend only: float32 blocks with highest-precision matmuls")
-    p.add_argument("--workers", type=int, default=None, help="numpy: threads (default: CPUs)")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="numpy: threads (default: CPUs)")
     add_run_arguments(p, NAME)
     add_process_arguments(p)
     return p

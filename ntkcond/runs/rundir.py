@@ -3,7 +3,9 @@
 A run directory holds
 
   ``config.json``    everything that determines the results, including a fingerprint of the
-                     data after preprocessing (``data_fingerprint``);
+                     data after preprocessing (``data_fingerprint``), and under
+                     ``"provenance"`` one entry per invocation that wrote the run (the start,
+                     then each resume: versions, command line, time; ``runs.provenance``);
   ``records.jsonl``  one JSON object per finished work item, appended and fsynced as each one
                      finishes, so a killed run loses at most the item in flight;
   ``.lock``          held (``filelock``) while a run writes there; ``.lock.owner`` names the
@@ -13,8 +15,9 @@ A run directory holds
 Policy, the same for every script that writes a run:
   * a directory holding a run is never replaced silently: without ``resume`` or ``overwrite``
     opening it raises ``ValueError`` naming both flags;
-  * ``resume`` continues the run there: the stored configuration (data fingerprint included)
-    must equal the new one, and the records already there are not recomputed;
+  * ``resume`` continues the run there: the stored configuration (data fingerprint included;
+    its provenance aside) must equal the new one, and the records already there are not
+    recomputed;
   * ``overwrite`` empties the records and then deletes the old run's derived files (the
     ``outputs`` the caller names: tables, figures, checkpoints, spectra; and stray temporary
     files) *before* it writes the new configuration, so a crash in between never leaves old
@@ -42,11 +45,14 @@ import socket
 import numpy as np
 
 from .._core.io import append_jsonl, atomic_write, fsync_dir, write_nofollow
+from .provenance import provenance
 
-__all__ = ["RunDir", "RunLockedError", "open_run", "data_fingerprint", "check_record_fields",
+__all__ = ["RunDir", "MemoryRun", "RunLockedError", "open_run", "data_fingerprint", "check_record_fields",
            "read_records"]
 
 CONFIG = "config.json"
+#: The key of config.json that lists the invocations that wrote the run (``runs.provenance``).
+PROVENANCE = "provenance"
 RECORDS = "records.jsonl"
 LOCK = ".lock"
 
@@ -117,6 +123,26 @@ class RunDir:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class MemoryRun(RunDir):
+    """A run without a directory (``open_run(None, ...)``): the same configuration
+    (provenance included), keys and records, held in memory; ``append`` only remembers,
+    ``file`` is None (callers write no outputs), nothing is locked."""
+
+    def __init__(self, config, key_fields):
+        super().__init__(None, config, key_fields, [], None)
+
+    def file(self, name: str) -> None:
+        return None
+
+    def append(self, record: dict) -> None:
+        k = self.key(record)
+        if k in self.done:
+            raise ValueError(f"MemoryRun.append: record {dict(zip(self.key_fields, k))} is "
+                             "already done")
+        self.records.append(record)
+        self.done.add(k)
 
 
 def _hashable(v):
@@ -301,7 +327,9 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
     """Create, resume or overwrite a run directory, and lock it.
 
     Args:
-      path: the folder (created if missing; its parent must be writable).
+      path: the folder (created if missing; its parent must be writable), or None for a run
+        held in memory (``MemoryRun``: no files, no lock; ``resume`` and ``overwrite`` are
+        meaningless there and refused).
       config: JSON-serialisable description of everything that determines the results (put a
         ``data_fingerprint(x)`` in it).
       key_fields: record fields identifying a work item, e.g. ("batch_index", "depth", ...).
@@ -326,11 +354,24 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
     """
     if resume and overwrite:
         raise ValueError(f"{where}: expected at most one of --resume and --overwrite, got both")
+    if path is None:
+        if resume or overwrite:
+            raise ValueError(f"{where}: expected a run directory (out) to "
+                             f"{'resume' if resume else 'overwrite'}, got None (a run in memory)")
+        config = json.loads(json.dumps(config))
+        if PROVENANCE in config:
+            raise ValueError(f"{where}: expected a configuration without {PROVENANCE!r} "
+                             "(open_run records it), got one")
+        config[PROVENANCE] = [provenance(where)]
+        return MemoryRun(config, key_fields)
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str) or not path.strip():
         raise ValueError(f"{where}: expected --out as a nonempty directory path, got {path!r}")
     config = json.loads(json.dumps(config))  # normalise (tuples → lists) for comparison
+    if PROVENANCE in config:
+        raise ValueError(f"{where}: expected a configuration without {PROVENANCE!r} (open_run "
+                         "records it), got one")
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{where}: expected --out to be a directory, got the file {path}")
     os.makedirs(path, exist_ok=True)
@@ -377,6 +418,7 @@ def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outpu
     config_path, records_path = os.path.join(path, CONFIG), os.path.join(path, RECORDS)
     has_config, has_records = os.path.exists(config_path), os.path.exists(records_path)
     records: list[dict] = []
+    earlier: list = []  # the provenance of the run resumed
     if overwrite:
         atomic_write(records_path, "")  # records go first: never old records under a new config
         _remove_outputs(path, outputs)  # then the old outputs: none beside the new config
@@ -388,6 +430,7 @@ def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outpu
             raise ValueError(f"{where}: cannot resume {path}: {records_path} exists but "
                              f"{config_path} is missing; use --overwrite to start over")
         stored = _read_json_object(config_path, where)
+        earlier = stored.pop(PROVENANCE, [])
         if stored != config:
             keys = sorted(k for k in set(stored) | set(config) if stored.get(k) != config.get(k))
             what = ("the data differ from those the run was started with"
@@ -398,6 +441,7 @@ def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outpu
                 "use another --out or --overwrite")
         if has_records:
             records = read_records(records_path, key_fields, where, validate)
+    config[PROVENANCE] = list(earlier) + [provenance(where)]
     atomic_write(config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
     if not records and not overwrite:
         atomic_write(records_path, "")

@@ -308,6 +308,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
               "batch_size": batch_size, "snapshots": schedule, "keep_spectra": bool(keep_spectra),
               "loss": "0.5*mean((f-y)^2) over the (mini)batch", "dtype": dtype,
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x[index], y)}
+    config_hash = _config_hash(config)  # of what determines the results (no provenance)
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                     where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         append_jsonl(run.file("provenance.jsonl"), {
@@ -317,7 +318,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
         with x64():
             params0 = jax.tree_util.tree_map(lambda w: jnp.asarray(w, DTYPES[dtype]), model.params)
             state = (params0, tx.init(params0))
-            todo, start = _resume_point(run, schedule, state, tracker, params0, where)
+            todo, start = _resume_point(run, schedule, state, tracker, params0, config_hash, where)
             if todo and start[0] > 0:
                 state = start[1]
             step_fn, loss_fn = _compiled(model.apply_fn, tx)
@@ -340,7 +341,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
                     before = tracker.seconds
                     snap = tracker.update(state[0], t)
                     after = tracker.seconds
-                    _save_checkpoint(run.file("checkpoint.npz"), t, state, _config_hash(config))
+                    _save_checkpoint(run.file("checkpoint.npz"), t, state, config_hash)
                     run.append(_record(snap, float(loss_fn(state[0], xj, yj)), keep_spectra,
                                        after["kernel"] + after["spectrum"]
                                        - before["kernel"] - before["spectrum"]))
@@ -360,7 +361,7 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
                         spectrum_seconds=seconds["spectrum"])
 
 
-def _resume_point(run, schedule, state, tracker, params0, where):
+def _resume_point(run, schedule, state, tracker, params0, config_hash, where):
     """(the snapshot steps still to do, (the step training starts from, its state)).
 
     A fresh run starts at step 0 with ``state``. A resumed one needs its records to be the
@@ -380,7 +381,7 @@ def _resume_point(run, schedule, state, tracker, params0, where):
     if not os.path.exists(path):
         raise ValueError(f"{where}: cannot resume {run.path}: it holds {k} snapshots but no "
                          "checkpoint.npz; use --overwrite to start over")
-    step, restored = _load_checkpoint(path, state, _config_hash(run.config), where)
+    step, restored = _load_checkpoint(path, state, config_hash, where)
     if step not in schedule[k - 1:k + 1]:
         raise ValueError(f"{where}: {path} is at step {step}, expected the last snapshot's "
                          f"step {schedule[k - 1]} or the next, {schedule[k]}; use --overwrite")

@@ -50,29 +50,29 @@ min(predicted_steps, max_steps)).
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
 import time
 
-import numpy as np
-
-from .. import datasets
+from .. import datasets, plot
 from .._core.checks import as_int, positive
-from .._core.io import atomic_savefig
+from .._core.progress import progress_bar
 from ..network import resolve_mlps
 from .gradient_descent import CHUNK, GDRun, train_to_loss
-from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  fully_connected_only, load_data, nets_from_args, parse_depths, parse_width, positive_float,
-                  positive_int, run_main)
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
+                  command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
+                  parse_depths, parse_width, positive_float, positive_int, run_main)
 from .depth import check_spectrum_fields
+from .frames import RunResult
 from .rundir import check_record_fields, data_fingerprint, open_run
 from .tables import text_table, write_csv
 from .train_records import finite_record, infinite_record, make_targets, target_condition_number
 
 __all__ = ["CHUNK", "GDRun", "TrainSweep", "make_targets", "target_condition_number",
            "train_to_loss", "finite_record", "infinite_record", "train_vs_depth",
-           "format_table", "plot_train_vs_depth", "main"]
+           "format_table", "main"]
 
 KEY_FIELDS = ("depth", "activation", "width", "seed")
 CSV_FIELDS = ["depth", "activation", "width", "seed", "n", "kappa_eff", "kappa_target", "lr",
@@ -82,14 +82,19 @@ CSV_FIELDS = ["depth", "activation", "width", "seed", "n", "kappa_eff", "kappa_t
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainSweep:
-    """Result of ``train_vs_depth``: the ``records`` (sorted), ``title``, paths of
-    ``table.csv`` and ``figure.png``, records computed now / resumed, and wall seconds."""
+class TrainSweep(RunResult):
+    """Result of ``train_vs_depth``: the ``records`` (in the order of records.jsonl) and
+    ``config`` (``frame()``: what ``ntkcond.runs.load`` reads), ``rows`` (the records sorted
+    by width, activation and depth: the table's order), ``title``, paths of ``table.csv`` and
+    ``figure.png`` (None without a run directory), records computed now / resumed, and wall
+    seconds."""
 
     records: tuple
+    config: dict
+    rows: tuple
     title: str
-    table_csv: str
-    figure: str
+    table_csv: str | None
+    figure: str | None
     computed: int
     resumed: int
     seconds: float
@@ -107,13 +112,14 @@ def _order(r):
     return (_width_key(r["width"]), r["activation"] != "relu", r["activation"], r["depth"])
 
 
-def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2, 3, 5, 10),
+def train_vs_depth(ds: datasets.Dataset, *, out: str | None, n: int = 256, depths=(1, 2, 3, 5, 10),
                    activations=("relu", "linear"), widths=("inf", 512), target: str = "lt5",
                    center: bool = True, rel_target: float = 1e-2, max_steps: int = 3000,
                    seed: int = 0, init_seed: int = 0, resume: bool = False,
                    overwrite: bool = False, progress: bool = True, w_std=None, b_std=None,
                    residual=None) -> TrainSweep:
-    """Run (or resume) the sweep of the module docstring on one batch of ``ds`` into ``out``.
+    """Run (or resume) the sweep of the module docstring on one batch of ``ds`` into ``out``
+    (None: in memory, nothing written).
 
     Args:
       ds: the data set (``datasets.load``), with integer labels ``ds.y``.
@@ -122,7 +128,8 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
       widths: "inf" and/or finite widths m ≥ 1.
       target, center: ``make_targets``; rel_target: ε; max_steps: the cap on GD steps.
       seed: shuffling seed of the batch; init_seed: ``PRNGKey`` of every finite net.
-      resume, overwrite: the run-directory policy (``runs.rundir``); progress: a tqdm bar.
+      resume, overwrite: the run-directory policy (``runs.rundir``); progress: show progress
+        on stderr (``ntkcond._core.progress``).
       w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
         go into config.json and every record. ``activations`` may be the nets themselves
         (``MLPFamily``).
@@ -157,10 +164,8 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
     with open_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
                   where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
         resumed = len(run.records)
-        from tqdm.auto import tqdm
-
-        with tqdm(total=len(items), initial=resumed, desc=where, unit="net",
-                  disable=not progress) as bar:
+        with progress_bar(total=len(items), initial=resumed, desc=where, unit="net",
+                          disable=not progress) as bar:
             for L, a, w in items:
                 s = None if w == "inf" else init_seed
                 if run.key({"depth": L, "activation": a, "width": w, "seed": s}) in run.done:
@@ -174,13 +179,17 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str, n: int = 256, depths=(1, 2
                 run.append(rec)
                 bar.update(1)
         records = sorted(run.records, key=_order)
-        table_csv = write_csv(run.file("table.csv"), records, CSV_FIELDS)
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = (f"{name} ({ds.split}), n = {len(index)}, target {target}"
                  f"{' centred' if center else ''}, loss to {rel_target:g}·loss₀, η = 1/λmax, "
                  f"cap {max_steps} steps")
-        figure = plot_train_vs_depth(records, run.file("figure.png"), title=title, metadata=config)
-        return TrainSweep(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
+        table_csv = figure = None
+        if run.path is not None:
+            table_csv = write_csv(run.file("table.csv"), records, CSV_FIELDS)
+            figure = plot.train_steps(records, run.file("figure.png"), title=title,
+                                      metadata=config)
+        return TrainSweep(records=tuple(run.records), config=dict(run.config),
+                          rows=tuple(records), title=title, table_csv=table_csv, figure=figure,
                           computed=len(run.records) - resumed, resumed=resumed,
                           seconds=time.perf_counter() - t_start)
 
@@ -258,79 +267,6 @@ def format_table(records) -> str:
     return text_table(header, body)
 
 
-ACTIVATION_COLOURS = {"relu": "C3", "linear": "C0"}
-
-
-def plot_train_vs_depth(records, path: str, *, title: str = "", metadata: dict | None = None) -> str:
-    """Left: steps to the target against depth (log y), colour by activation; measured (solid,
-    circles; not reached: a cross at the cap), predicted by Θ₀ (dashed, squares) and by the
-    infinite-width NTK (dotted, diamonds; ∞: a triangle at the top); next to a cross, the
-    measured loss/loss₀ at the cap. Right: κ_eff of Θ₀
-    (dashed) and of the infinite-width NTK (dotted), and κ_target of Θ₀ (thin solid).
-    Written atomically; returns ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 6.4))
-    acts = sorted({r["activation"] for r in records}, key=lambda a: (a != "relu", a != "linear", a))
-    widths = sorted({r["width"] for r in records}, key=_width_key)
-    caps = {r["max_steps"] for r in records}
-    top = max([max(caps)] + [r["predicted_steps"] for r in records if r["predicted_steps"]]) * 3
-    for i, act in enumerate(acts):
-        colour = ACTIVATION_COLOURS.get(act, f"C{i + 4}")
-        for w in widths:
-            sel = sorted((r for r in records if r["activation"] == act and r["width"] == w),
-                         key=lambda r: r["depth"])
-            if not sel:
-                continue
-            L = [r["depth"] for r in sel]
-            pred = [r["predicted_steps"] if r["predicted_finite"] else np.nan for r in sel]
-            style, mark = (":", "d") if w == "inf" else ("--", "s")
-            what = "∞-width NTK" if w == "inf" else f"Θ₀ (width {w})"
-            ax.plot(L, pred, style, color=colour, marker=mark, ms=4, mfc="none",
-                    label=f"{act}: predicted by {what}")
-            inf_L = [r["depth"] for r in sel if not r["predicted_finite"]]
-            ax.plot(inf_L, [top] * len(inf_L), "^", color=colour, ms=7, mfc="none",
-                    label=f"{act}: predicted ∞ ({what})" if inf_L else None)
-            kt = [np.nan if r["kappa_target"] is None else r["kappa_target"] for r in sel]
-            bx.plot(L, [np.nan if r["kappa_eff"] is None else r["kappa_eff"] for r in sel], style, color=colour, marker=mark, ms=4,
-                    mfc="none", label=f"{act}: κ_eff, {what}")
-            if w == "inf":
-                continue
-            bx.plot(L, kt, "-", color=colour, lw=0.8, marker="+", label=f"{act}: κ_target, {what}")
-            meas = [r["steps"] if r["reached"] else np.nan for r in sel]
-            ax.plot(L, meas, "-", color=colour, marker="o", ms=5,
-                    label=f"{act}: measured, width {w}")
-            capped = [r for r in sel if not r["reached"] and not r.get("dead")]
-            if capped:
-                ax.plot([r["depth"] for r in capped], [r["max_steps"] for r in capped], "x",
-                        color=colour, ms=9, mew=2, label=f"{act}: not reached by the cap (width {w})")
-                for r in capped:  # how far it got: loss/loss₀ at the cap
-                    ax.annotate(f"{r['rel_loss_at_stop']:.2g}", (r["depth"], r["max_steps"]),
-                                textcoords="offset points", xytext=(4, -11), fontsize=7,
-                                color=colour)
-    for cap in caps:
-        ax.axhline(cap, color="grey", lw=0.8, ls="-.")
-        ax.text(min(r["depth"] for r in records), cap, f" cap {cap}", color="grey",
-                va="bottom", fontsize=8)
-    ax.set(xlabel="depth L (hidden layers)", ylabel="gradient-descent steps to the target",
-           yscale="log")
-    bx.set(xlabel="depth L (hidden layers)", ylabel="condition number (NTK)", yscale="log")
-    depths = sorted({r["depth"] for r in records})
-    for a in (ax, bx):
-        a.grid(alpha=0.3)
-        a.set_xticks(depths)
-        a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    atomic_savefig(fig, path, dpi=120, metadata={"Description": str(metadata)} if metadata else None)
-    plt.close(fig)
-    return path
-
-
 # The command: ``ntkcond train-vs-depth`` and ``scripts/train_vs_depth.py``.
 
 NAME = "train_vs_depth"
@@ -364,25 +300,36 @@ def build_parser(prog: str | None = None):
     """The flags of ``train_vs_depth`` (``command_parser``: as the script when prog is None)."""
     p = command_parser(NAME, COMMAND_DOC, prog)
     add_data_arguments(p, split="test")
-    p.add_argument("--batch", type=positive_int, default=256, help="batch size n (one batch)")
+    p.add_argument("--batch", type=int_at_least(2), default=256, help="batch size n (one batch)")
     add_network_arguments(p, depths="1,2,3,5,10")
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512],
                    help="inf (prediction only) and/or finite widths of the trained nets")
-    p.add_argument("--target", default="lt5", help="lt5, even or class:K (K = 0..9)")
+    p.add_argument("--target", type=target_name, default="lt5",
+                   help="lt5, even or class:K (K = 0..9)")
     p.add_argument("--no-center", action="store_true", help="do not subtract the targets' mean")
     p.add_argument("--rel-target", type=positive_float, default=1e-2,
                    help="stop at loss <= this fraction of the initial loss")
     p.add_argument("--max-steps", type=positive_int, default=3000,
                    help="cap on gradient-descent steps per net (then 'not reached')")
-    p.add_argument("--init-seed", type=int, default=0, help="PRNGKey of the nets' weights")
+    p.add_argument("--init-seed", type=int_at_least(0), default=0,
+                   help="PRNGKey of the nets' weights")
     add_run_arguments(p, NAME)
     return p
+
+
+def target_name(text: str) -> str:
+    """argparse type of ``--target``: lt5, even or class:K (K an integer)."""
+    head, _, k = text.partition(":")
+    if text in ("lt5", "even") or (head == "class" and k.lstrip("-").isdigit()):
+        return text
+    raise argparse.ArgumentTypeError(f"expected lt5, even or class:K (K an integer), got {text!r}")
 
 
 def _run_command(args):
     nets = fully_connected_only(nets_from_args(args), 'train-vs-depth')
     depths = parse_depths(args.depths)
     ds = load_data(args)
+    check_batch(args.batch, ds)
     sweep = train_vs_depth(ds, out=args.out, n=args.batch, depths=depths,
                            activations=nets, widths=args.width, target=args.target,
                            center=not args.no_center, rel_target=args.rel_target,
@@ -390,7 +337,7 @@ def _run_command(args):
                            resume=args.resume, overwrite=args.overwrite,
                            progress=not args.no_progress)
     print(sweep.title)
-    print(format_table(sweep.records))
+    print(format_table(sweep.rows))
     print("(steps: measured, >cap = not reached; predicted: by the kernel of that row, inf = "
           "never; rel loss: loss/loss0 where the run stopped, measured and predicted)")
     print(f"table: {os.path.abspath(sweep.table_csv)}")

@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from .._core.io import atomic_write
+from .._core.progress import progress_bar
 from ..infinite.extremes import ExtremeSearch, numpy_extreme_row
 from ..infinite.geometry import kahan_angles
 from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
@@ -256,10 +257,8 @@ def recursion_fallback(xh, x, plan, targets, trainable, workers, checkpoint, opt
 
 
 def _bar(n, done, progress, where):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=n * (n - 1) // 2, initial=done, unit="pair", unit_scale=True,
-                desc=where, disable=not progress)
+    return progress_bar(total=n * (n - 1) // 2, initial=done, unit="pair", unit_scale=True,
+                        desc=where, disable=not progress)
 
 
 def pairs_route(xh, *, block, backend, devices, dtype, checkpoint, progress, max_row_blocks, where,

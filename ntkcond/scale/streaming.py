@@ -233,7 +233,7 @@ def streaming_smallest_angles(
         (a pairs checkpoint does not depend on depths, activations or trainable); a recursion
         fallback of the pairs route checkpoints to ``checkpoint + ".recursion"``, removed
         when it completes.
-      progress: show a tqdm progress bar over pairs.
+      progress: show progress over pairs on stderr (``ntkcond._core.progress``).
       max_row_blocks: stop after this many block rows in this call (with ``checkpoint``, to
         split a long run; the result then covers only the rows done so far).
       method: "pairs" (default) or "recursion".
@@ -245,6 +245,13 @@ def streaming_smallest_angles(
     Raises:
       TypeError, ValueError: bad data (not (n, d), n < 2, zero row, NaN), bad depths,
         activations, block, backend, dtype or method, or a checkpoint from another run.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> x = np.random.default_rng(0).standard_normal((64, 16))
+      >>> res = ntkcond.streaming_smallest_angles(x, depths=[0, 3], activations=["relu"])
+      >>> [(r.depth, r.pair, round(r.degrees, 2)) for r in res.results]
+      [(0, (13, 25), 40.52), (3, (13, 25), 53.14)]
     """
     where = "streaming_smallest_angles"
     x = as_data(x, where, "x")

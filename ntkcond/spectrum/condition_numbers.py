@@ -118,6 +118,12 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
       ValueError: K is empty, not square, not finite, asymmetric beyond rounding
         (|K − Kᵀ| > 1e4·eps·max|K|), zero, or has an eigenvalue below the PSD rule's bound;
         rtol or atol is negative or not finite.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> c = ntkcond.conditioning(np.array([[2.0, 1.0], [1.0, 2.0]]))
+      >>> c.lambda_max, c.lambda_min_nonzero, c.kappa_eff, c.rank
+      (3.0, 1.0, 3.0, 2)
     """
     return _checked_conditioning(K, rtol, atol, dtype, "conditioning")
 
@@ -199,6 +205,11 @@ def effective_condition_number(K, *, rtol: float | None = None, atol: float | No
       κ_eff as a Python float; 1.0 for a 1 × 1 kernel.
 
     See ``conditioning`` for the checks and the full spectrum summary.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> ntkcond.effective_condition_number(np.diag([1.0, 1e-3, 0.0]))  # the null direction left out
+      1000.0
     """
     return _checked_conditioning(K, rtol, atol, None, "effective_condition_number").kappa_eff
 

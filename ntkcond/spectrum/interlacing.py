@@ -129,6 +129,11 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
       TypeError: K is not a real numeric array.
       ValueError: K is empty, not square, not finite, zero, asymmetric beyond rounding, or has a
         2 × 2 principal submatrix with λ₋ < −n·eps·‖K‖_∞ (not PSD).
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> ntkcond.lambda_min_upper_bound(np.array([[2.0, 1.0], [1.0, 2.0]]))  # λmin is 1 here
+      (1.0, 0, 1)
     """
     where = "lambda_min_upper_bound"
     K64, kdtype = as_square_kernel(K, where)  # K64: this call's own float64 copy

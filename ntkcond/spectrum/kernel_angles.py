@@ -96,6 +96,12 @@ def pairwise_angles(K) -> np.ndarray:
       ValueError: K is not square, empty or finite, is asymmetric beyond rounding
         (|K − Kᵀ| > 1e4·eps·max|K|, as ``conditioning``), has a diagonal entry ≤ 0, or an entry
         with |K_ij| > √(K_ii K_jj)·(1 + 1e4·eps) (not a Gram matrix: no angle exists).
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> np.degrees(ntkcond.pairwise_angles(np.array([[2.0, 1.0], [1.0, 2.0]]))).round(6)
+      array([[ 0., 60.],
+             [60.,  0.]])
     """
     return _checked_angles(K, "pairwise_angles")
 
@@ -108,6 +114,13 @@ def smallest_pairwise_angle(K) -> tuple[float, int, int]:
 
     Returns:
       (angle in radians, i, j) with i < j. Ties go to the first pair in row-major order.
+
+    Examples:
+      >>> import numpy as np, ntkcond
+      >>> K = np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 0.0], [0.0, 0.0, 1.0]])
+      >>> angle, i, j = ntkcond.smallest_pairwise_angle(K)
+      >>> round(float(np.degrees(angle)), 6), i, j
+      (60.0, 0, 1)
     """
     return argmin_upper(_checked_angles(K, "smallest_pairwise_angle", min_rows=2))
 

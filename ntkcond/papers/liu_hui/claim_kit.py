@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 from typing import Callable
 
@@ -43,25 +44,93 @@ class Formulas:
 
 
 #: A claim's verdict: checked and held, checked and did not hold, or not checked (with why).
-STATUSES = ("PASS", "FAIL", "SKIPPED")
+VERDICTS = ("PASS", "FAIL", "SKIPPED")
+#: The two ways a statistic is held to its threshold.
+DIRECTIONS = ("<=", ">=")
+
+
+@dataclasses.dataclass(frozen=True)
+class Criterion:
+    """One comparison a claim makes: ``statistic direction threshold``.
+
+    Attributes:
+      name: what the statistic is, in words a reader can recompute from the claim's details
+        (e.g. "|log-log slope of the RMS error + 1/2|").
+      statistic: the measured value (NaN when not measured: a SKIPPED claim).
+      direction: "<=" (the statistic must not exceed the threshold) or ">=".
+      threshold: the bound it is held to.
+
+    ``margin`` is threshold − statistic for "<=" and statistic − threshold for ">=": ≥ 0
+    exactly when the comparison holds (NaN, and −inf for an infinite statistic, when it
+    cannot hold).
+    """
+
+    name: str
+    statistic: float
+    direction: str
+    threshold: float
+
+    def __post_init__(self):
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"Criterion: expected direction in {DIRECTIONS}, got "
+                             f"{self.direction!r}")
+        for field in ("statistic", "threshold"):
+            value = getattr(self, field)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"Criterion: expected {field} a real number, got {value!r}")
+            object.__setattr__(self, field, float(value))
+
+    @property
+    def margin(self) -> float:
+        """≥ 0 exactly when ``statistic direction threshold`` holds."""
+        with np.errstate(invalid="ignore"):
+            if self.direction == "<=":
+                return float(self.threshold - self.statistic)
+            return float(self.statistic - self.threshold)
+
+    @property
+    def holds(self) -> bool:
+        return bool(self.margin >= 0)
+
+
+#: Thresholds of the strict inequalities a < b (a > b) between two different computations,
+#: held as the ratio a/b ≤ 1 − 1e-9 (≥ 1 + 1e-9): the values compared differ by far more than
+#: rounding where the claim holds, and equal values (the same kernel twice) fail.
+BELOW_ONE = 1.0 - 1e-9
+ABOVE_ONE = 1.0 + 1e-9
+
+
+def at_most(name: str, statistic, threshold) -> Criterion:
+    """``Criterion(name, statistic, "<=", threshold)``."""
+    return Criterion(name, float(statistic), "<=", float(threshold))
+
+
+def at_least(name: str, statistic, threshold) -> Criterion:
+    """``Criterion(name, statistic, ">=", threshold)``."""
+    return Criterion(name, float(statistic), ">=", float(threshold))
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One checked claim.
+    """One checked claim: what is claimed, what was computed, and the comparisons that decide.
 
     Attributes:
       id: claim number (as in the issue), e.g. "1" or "9a".
       title, formula, paper: what is claimed, and where (statement and location).
       computed: what was computed independently.
-      error, tolerance, why: the measured discrepancy, the bound it was held to, and the
-        reason for that bound (for a SKIPPED claim: error is NaN and ``why`` says why it was
-        not run).
-      passed: error ≤ tolerance (and any stated extra condition); False when SKIPPED.
-      details: further numbers (JSON-serialisable).
-      figures: file names of the figures written for this claim.
-      status: "PASS", "FAIL" or "SKIPPED"; left empty it follows ``passed``. A claim that cannot
-        be checked here (a missing optional dependency) is reported SKIPPED, never dropped.
+      criteria: the comparisons (``Criterion``), first the claim's main statistic; the claim
+        holds when every one holds.
+      why: why those thresholds are right (and what a 1% error would do to them).
+      expected: the verdict we expect and document: "PASS", or "FAIL" where the claim refutes
+        a reading (9b) or a documented finding says it does not hold on this data (11 on the
+        digits); ``expected_why`` says why when it is not "PASS".
+      skipped: the reason the claim could not be checked here ("" when it was checked).
+      details: further numbers (JSON-serialisable); figures: file names of its figures.
+
+    The verdict and the four numbers shown for the claim (``statistic``, ``direction``,
+    ``threshold``, ``margin``) are those of ``deciding``: the first criterion that fails, or
+    the first criterion when all hold, so the verdict is PASS exactly when the margin shown is
+    ≥ 0. A SKIPPED claim shows its first criterion with a NaN statistic.
     """
 
     id: str
@@ -69,49 +138,104 @@ class Claim:
     formula: str
     paper: str
     computed: str
-    error: float
-    tolerance: float
+    criteria: tuple
     why: str
-    passed: bool
+    expected: str = "PASS"
+    expected_why: str = ""
+    skipped: str = ""
     details: dict = dataclasses.field(default_factory=dict)
     figures: tuple = ()
-    status: str = ""
 
     def __post_init__(self):
-        status = self.status or ("PASS" if self.passed else "FAIL")
-        if status not in STATUSES:
-            raise ValueError(f"Claim: expected status in {STATUSES}, got {self.status!r}")
-        if (status == "PASS") != bool(self.passed):
-            raise ValueError(f"Claim: expected passed={status == 'PASS'} with status {status!r}, "
-                             f"got passed={self.passed!r}")
-        object.__setattr__(self, "status", status)
+        criteria = tuple(self.criteria)
+        if not criteria or not all(isinstance(c, Criterion) for c in criteria):
+            raise TypeError(f"Claim {self.id}: expected criteria as a nonempty sequence of "
+                            f"Criterion, got {self.criteria!r}")
+        object.__setattr__(self, "criteria", criteria)
+        if self.expected not in ("PASS", "FAIL"):
+            raise ValueError(f"Claim {self.id}: expected expected in ('PASS', 'FAIL'), got "
+                             f"{self.expected!r}")
+        if self.skipped and not all(math.isnan(c.statistic) for c in criteria):
+            raise ValueError(f"Claim {self.id}: a SKIPPED claim has no statistic (NaN), got "
+                             f"{[c.statistic for c in criteria]}")
+
+    @property
+    def deciding(self) -> Criterion:
+        """The criterion shown for the claim: the first that fails, else the first."""
+        return next((c for c in self.criteria if not c.holds), self.criteria[0]) \
+            if not self.skipped else self.criteria[0]
+
+    @property
+    def verdict(self) -> str:
+        if self.skipped:
+            return "SKIPPED"
+        return "PASS" if all(c.holds for c in self.criteria) else "FAIL"
+
+    @property
+    def statistic(self) -> float:
+        return self.deciding.statistic
+
+    @property
+    def threshold(self) -> float:
+        return self.deciding.threshold
+
+    @property
+    def direction(self) -> str:
+        return self.deciding.direction
+
+    @property
+    def margin(self) -> float:
+        return self.deciding.margin
+
+    @property
+    def unexpected(self) -> bool:
+        """The verdict differs from ``expected`` (a SKIPPED claim always does)."""
+        return self.verdict != self.expected
+
+    def record(self) -> dict:
+        """The claim as one JSON-ready record (``records.jsonl``, ``claims.json``): the
+        deciding criterion's numbers (NaN as None), the verdict, and every criterion."""
+        def num(v):
+            return None if v != v else (v if math.isfinite(v) else ("inf" if v > 0 else "-inf"))
+
+        return {"id": self.id, "title": self.title, "criterion": self.deciding.name,
+                "statistic": num(self.statistic), "direction": self.direction,
+                "threshold": num(self.threshold), "margin": num(self.margin),
+                "expected": self.expected, "verdict": self.verdict,
+                "unexpected": self.unexpected,
+                "criteria": [{"name": c.name, "statistic": num(c.statistic),
+                              "direction": c.direction, "threshold": num(c.threshold),
+                              "margin": num(c.margin)} for c in self.criteria],
+                "formula": self.formula, "paper": self.paper, "computed": self.computed,
+                "why": self.why, "expected_why": self.expected_why, "skipped": self.skipped,
+                "figures": list(self.figures)}
 
     @classmethod
-    def skipped(cls, id: str, title: str, formula: str, paper: str, reason: str,
-                tolerance: float = float("nan")) -> "Claim":
-        """A claim that was not checked, and why (e.g. an optional dependency is missing)."""
-        return cls(id=id, title=title, formula=formula, paper=paper,
-                   computed="not run", error=float("nan"), tolerance=tolerance,
-                   why=reason, passed=False, status="SKIPPED")
+    def skipped_claim(cls, id: str, title: str, formula: str, paper: str, reason: str,
+                      criteria) -> "Claim":
+        """A claim that was not checked, and why (e.g. an optional dependency is missing):
+        ``criteria`` as (name, direction, threshold) of the comparisons it would make."""
+        return cls(id=id, title=title, formula=formula, paper=paper, computed="not run",
+                   criteria=tuple(Criterion(n, math.nan, d, t) for n, d, t in criteria),
+                   why=reason, skipped=reason)
 
 
 def pyplot():
-    import matplotlib
+    """matplotlib.pyplot (``ntkcond.plot.pyplot``: Agg unless a backend was chosen)."""
+    from ... import plot
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return plot.pyplot()
 
 
 def save_figure(fig, outdir, name):
-    if outdir is None:
-        pyplot().close(fig)
-        return ()
-    from ..._core.io import atomic_savefig
+    """Write ``fig`` as ``outdir/name`` (``ntkcond.plot.save``: atomic, tight bounding box, so
+    no legend is clipped) and close it; () without ``outdir``."""
+    from ... import plot
 
-    atomic_savefig(fig, os.path.join(outdir, name), dpi=110)
-    pyplot().close(fig)
+    if outdir is None:
+        plot.pyplot().close(fig)
+        return ()
+    plot.save(fig, os.path.join(outdir, name))
     return (name,)
 
 
@@ -134,7 +258,22 @@ def real_image_sets(data_dir: str | None = None) -> tuple:
 
     ``data_dir`` defaults to ``DEFAULT_DATA_DIR``; the sets are loaded once per process and folder.
     """
-    return _load_real_sets(os.path.abspath(DEFAULT_DATA_DIR if data_dir is None else data_dir))
+    return tuple((name, x) for name, x, _ in _load_real_sets(_folder(data_dir)))
+
+
+def data_used(data_dir: str | None = None) -> list:
+    """What ``real_image_sets(data_dir)`` reads, for the report's configuration: one dict per
+    set (name, source: the file or "scikit-learn digits", preprocessing, shape, sha256
+    fingerprint of the rows after preprocessing)."""
+    from ...runs.rundir import data_fingerprint
+
+    return [{"name": name, "source": source, "shape": list(x.shape),
+             "fingerprint": data_fingerprint(x)}
+            for name, x, source in _load_real_sets(_folder(data_dir))]
+
+
+def _folder(data_dir) -> str:
+    return os.path.abspath(DEFAULT_DATA_DIR if data_dir is None else data_dir)
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,10 +282,12 @@ def _load_real_sets(folder: str) -> tuple:
     mnist = os.path.join(folder, "mnist_test.npz")
     cifar = os.path.join(folder, "cifar10_test.npz")
     if os.path.exists(mnist):
-        sets.append(("MNIST test", datasets.load(mnist, preset="mnist").x))
+        sets.append(("MNIST test", datasets.load(mnist, preset="mnist").x,
+                     f"{mnist} (mnist preset)"))
     if os.path.exists(cifar):
-        sets.append(("CIFAR-10 test", datasets.load(cifar, preset="cifar10").x))
-    sets.append(("digits", datasets.load("digits").x))
+        sets.append(("CIFAR-10 test", datasets.load(cifar, preset="cifar10").x,
+                     f"{cifar} (cifar10 preset)"))
+    sets.append(("digits", datasets.load("digits").x, "scikit-learn digits (bundled)"))
     return tuple(sets)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import plot
+from ..._core.quiet import quiet_import
 from ..._core.x64 import x64
 from ...activations import parse_activation
 from ...finite.empirical import empirical_ntk
@@ -16,6 +18,8 @@ from .quadrature import QUADRATURE_TOL
 from .claim_kit import (
     Claim,
     Formulas,
+    at_least,
+    at_most,
     empirical_kernels,
     loglog_slope,
     pyplot,
@@ -62,10 +66,12 @@ def _convergence_figure(widths, rms: dict, slopes: dict, ylabel, title, outdir, 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for label, values in rms.items():
-        ax.loglog(widths, values, "o-", label=f"{label} (slope {slopes[label]:.3f})")
+        ax.plot(widths, values, "o-", label=f"{label} (slope {slopes[label]:.3f})")
     first = next(iter(rms.values()))[0]
-    ax.loglog(widths, first * np.sqrt(widths[0] / widths), "k:", label="m^(-1/2)")
+    ax.plot(widths, first * np.sqrt(widths[0] / widths), "k:", label="m^(-1/2)")
     ax.set(xlabel="width m", ylabel=ylabel, title=title)
+    plot.log_axis(ax, "x", ticks=widths)
+    plot.log_axis(ax, "y")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, outdir, filename)
@@ -105,8 +111,6 @@ def _mc_claim(cid, title, formula, paper, which, formulas, fast, outdir, seed):
             ours = np.asarray(formulas.derivative_factor(_MC_ANGLES, act))
             ref = np.array([Q.layer_derivative(t, slope) for t in _MC_ANGLES])
         quad_err = max(quad_err, float(np.max(np.abs(ours - ref) / np.abs(ref))))
-    passed = (all(-0.6 <= s <= -0.4 for s in slopes.values()) and z_max < 5.0
-              and quad_err <= QUADRATURE_TOL)
     figs = _convergence_figure(widths, rows, slopes, "RMS error vs closed form", title,
                                outdir, f"claim{cid}_convergence.png")
     return Claim(
@@ -114,14 +118,17 @@ def _mc_claim(cid, title, formula, paper, which, formulas, fast, outdir, seed):
         computed=(f"angles θ ∈ {_MC_ANGLES.tolist()} rad; {seeds} random layers W ~ N(0,1)^(m×2) per "
                   f"width m ∈ 2^{int(np.log2(widths[0]))}…2^{int(np.log2(widths[-1]))}; ReLU and leaky 0.2; "
                   f"the closed form against the Gaussian expectation by quadrature: {quad_err:.1e} relative"),
-        error=float(abs(worst_slope + 0.5)), tolerance=0.1,
+        criteria=(at_most("|log-log slope of the RMS error + 1/2| (worst of ReLU, leaky 0.2)",
+                          abs(worst_slope + 0.5), 0.1),
+                  at_most("|mean error| / standard error at the largest width", z_max, 5.0),
+                  at_most("closed form vs quadrature, max relative difference", quad_err,
+                          QUADRATURE_TOL)),
         why=("the Monte Carlo error of a width-m layer is O(m^-1/2) by the CLT, so the log-log "
              "slope of the RMS error must lie in [-0.6, -0.4]; a wrong formula leaves an O(1) "
-             "floor and flattens it. Also |mean error| < 5 standard errors at the largest width "
-             f"(measured {z_max:.2f}): the formula is unbiased to Monte Carlo resolution (~1e-3, "
-             "too coarse for a 1% error), so the closed form must also match the expectation "
-             f"computed by quadrature (liu_hui.quadrature) to {QUADRATURE_TOL:g} relative"),
-        passed=bool(passed),
+             "floor and flattens it. The mean error must stay within 5 standard errors at the "
+             "largest width: the formula is unbiased to Monte Carlo resolution (~1e-3, too coarse "
+             "for a 1% error), so the closed form must also match the expectation computed by "
+             f"quadrature (liu_hui.quadrature) to {QUADRATURE_TOL:g} relative"),
         details={"widths": widths.tolist(), "rms_error": rows, "slopes": slopes,
                  "bias_in_standard_errors": bias_z, "quadrature_rel_diff": quad_err},
         figures=figs,
@@ -156,6 +163,7 @@ def _kernel_angle(K, i, j):
 _GRADIENT_THETAS = np.array([0.25, 1.0, 2.0])
 _GRADIENT_FORMULA = "cos φ = (1/(L+1)) Σᵢ cos θᵢ Π_{j≥i} ġ(θ_j), θᵢ = gⁱ(θ)"
 _GRADIENT_PAPER = "Liu & Hui: the gradient angle of a depth-L ReLU net at infinite width"
+_NT_CRITERION = "max relative angle error vs neural-tangents' stax"
 
 
 def _gradient_angle_inputs():
@@ -195,15 +203,17 @@ def check_gradient_angle(formulas=Formulas(), fast=True, outdir=None, data_dir=N
                   f"ReLU nets per width m ∈ {widths.tolist()}, L = 1, 3, inputs at θ ∈ {thetas.tolist()} rad; "
                   f"RMS error slopes {', '.join(f'L={L}: {s:.3f}' for L, s in slopes.items())}; "
                   f"φ(θ, L) at L = 1, 3, 10 against the layer maps by quadrature: {quad_err:.1e} relative"),
-        error=float(abs(worst + 0.5)), tolerance=0.1,
+        criteria=(at_most("|log-log slope of the RMS angle error + 1/2| (worst of L = 1, 3)",
+                          abs(worst + 0.5), 0.1),
+                  at_most("|mean error| / standard error at the largest width", z, 5.0),
+                  at_most("φ vs the quadrature recursion, max relative difference", quad_err,
+                          QUADRATURE_TOL)),
         why=("the empirical NTK concentrates around the infinite-width one with O(m^-1/2) "
              "fluctuations, so the log-log slope of the RMS angle error must lie in [-0.6, -0.4], "
-             f"and the mean error at the largest width must be < 5 standard errors (measured {z:.2f}). "
+             "and the mean error at the largest width must stay within 5 standard errors. "
              "That resolves ~1e-2 rad only (a 1% error in the derivative factor moves φ by less), so "
              "φ must also match the recursion of quadrature layer maps (ntkcond-independent) to "
              f"{QUADRATURE_TOL:g} relative"),
-        passed=bool(all(-0.6 <= s <= -0.4 for s in slopes.values()) and z < 5
-                    and quad_err <= QUADRATURE_TOL),
         details={"widths": widths.tolist(), "rms_error": rms, "slopes": slopes,
                  "bias_in_standard_errors": z_last, "quadrature_rel_diff": quad_err},
         figures=figs,
@@ -217,12 +227,13 @@ def check_gradient_angle_nt(formulas=Formulas(), fast=True, outdir=None, data_di
     x = _gradient_angle_inputs()
     title = "Depth-L gradient angle φ(θ, L) vs neural-tangents"
     try:
-        from neural_tangents import stax
+        stax = quiet_import("neural_tangents").stax  # without TensorFlow's C++ start-up lines
     except ImportError as err:
-        return Claim.skipped(
-            "3b", title, _GRADIENT_FORMULA, _GRADIENT_PAPER, tolerance=1e-6,
+        return Claim.skipped_claim(
+            "3b", title, _GRADIENT_FORMULA, _GRADIENT_PAPER,
             reason=(f"neural-tangents is not importable ({err}); install the nt extra "
-                    "(pip install 'ntkcond[nt]', which pins jax < 0.6) to compare with stax"))
+                    "(pip install 'ntkcond[nt]', which pins jax < 0.6) to compare with stax"),
+            criteria=[(_NT_CRITERION, "<=", 1e-6)])
 
     errors = []
     with x64():
@@ -239,11 +250,11 @@ def check_gradient_angle_nt(formulas=Formulas(), fast=True, outdir=None, data_di
         id="3b", title=title,
         formula=_GRADIENT_FORMULA, paper=_GRADIENT_PAPER,
         computed=f"neural-tangents stax kernel_fn (float64) at L = 1, 2, 5, 10; max relative angle error {err:.1e}",
-        error=err, tolerance=1e-6,
+        criteria=(at_most(_NT_CRITERION, err, 1e-6),),
         why=("stax's float64 ReLU kernel is off by ~1.5e-8 relative per layer (sqrt(prod − nngp²) "
              "on the diagonal, where the exact value is 0); angles read off it inherit that, so 1e-6 "
              "leaves a 10x margin at L = 10 while any formula error above it is caught"),
-        passed=bool(err <= 1e-6), details={"depths": [1, 2, 5, 10], "relative_errors": errors},
+        details={"depths": [1, 2, 5, 10], "relative_errors": errors},
     )
 
 
@@ -269,7 +280,8 @@ def check_linear_nets(formulas=Formulas(), fast=True, outdir=None, data_dir=None
         se = Ks.std(0, ddof=1) / np.sqrt(S)
         z_max = max(z_max, float(np.max(np.abs(mean - (L + 1) * G) / se)))
         mean_rel[L] = float(np.max(np.abs(mean - (L + 1) * G)) / np.abs((L + 1) * G).max())
-    passed = angle_exact and inf_err <= 1e-13 and kappa_spread <= 1e-9 and z_max < 5
+    angle_misses = sum(int(np.sum(np.asarray(formulas.gradient_angle(t, L, "linear")) != t))
+                       for L in (0, 1, 5, 20))
     return Claim(
         id="6", title="Linear nets: φ = θ, Θ = (L+1)·G/d, κ independent of depth",
         formula="φ(θ, L) = θ; Θ = (L + 1)·XXᵀ/d at infinite width and in expectation at finite width",
@@ -278,11 +290,14 @@ def check_linear_nets(formulas=Formulas(), fast=True, outdir=None, data_dir=None
                   f"(L+1)G/d: {inf_err:.1e} of max|G|; κ_eff spread over L = 0, 1, 3, 10: {kappa_spread:.1e}; "
                   f"mean of {S} width-{m} linear nets' exact NTKs vs (L+1)G/d: max |z| = {z_max:.2f} "
                   f"(relative {', '.join(f'L={L}: {v:.1e}' for L, v in mean_rel.items())})"),
-        error=z_max, tolerance=5.0,
+        criteria=(at_most("max |z| of the Monte Carlo mean NTK vs (L+1)G/d", z_max, 5.0),
+                  at_most("max |infinite NTK − (L+1)G/d| / max|G|", inf_err, 1e-13),
+                  at_most("κ_eff spread over L = 0, 1, 3, 10: max/min − 1", kappa_spread, 1e-9),
+                  at_most(f"angles with φ ≠ θ (of {4 * t.size})", angle_misses, 0)),
         why=("E[Θ_m] = (L+1)G/d exactly for linear nets, so the Monte Carlo mean may differ only by "
              "noise: every entry within 5 standard errors (36 entries; P(|z| > 5) ≈ 6e-7 each). "
-             "The infinite-width identities are exact up to rounding (1e-13) and κ up to 1e-9"),
-        passed=bool(passed),
+             "The infinite-width identities are exact up to rounding (1e-13) and κ up to 1e-9; "
+             "φ = θ is exact (bit for bit)"),
         details={"angle_exact": angle_exact, "infinite_rel_err": inf_err, "kappa": kappas,
                  "monte_carlo_max_z": z_max, "monte_carlo_rel": mean_rel},
     )
@@ -376,7 +391,15 @@ def check_optimization_speed(formulas=Formulas(), fast=True, outdir=None, data_d
                   f"after {steps} steps / initial: ReLU {runs['relu']['loss_ratio']:.3f}, linear "
                   f"{runs['linear']['loss_ratio']:.3f}; slowest-mode factor per step (1 − 1/κ_eff): "
                   f"ReLU {rate['relu']:.5f}, linear {rate['linear']:.5f}"),
-        error=gaps["relu"][-1], tolerance=tol,
+        criteria=(at_most(f"ReLU gap to the NTK prediction at width {widths[-1]} (mean over seeds)",
+                          gaps["relu"][-1], tol),
+                  at_most("|fitted exponent of the gap against width + 1/2|",
+                          abs(exponent + 0.5), 0.3)),
+        expected="FAIL" if name == "digits" else "PASS",
+        expected_why=("on the 64-pixel digits (no MNIST beside the checkout) the early-phase gap "
+                      "is about 4% at every width (5 seeds; the same per seed at every width), so "
+                      "the m^-1/2 shrinkage is not seen there: a documented finding (README), not "
+                      "a tuned check" if name == "digits" else ""),
         why=("the NTK of a width-m net moves by O(m^-1/2) while it trains, so the measured loss "
              "follows the prediction up to a gap (mean over seeds) that must shrink like m^-1/2 "
              f"(fitted exponent in [-0.8, -0.2]: two widths × a few seeds is a noisy estimate of -0.5) and be ≤ {tol:g} at the largest width. Linear "
@@ -384,7 +407,6 @@ def check_optimization_speed(formulas=Formulas(), fast=True, outdir=None, data_d
              "non-null mode contracts by 1 − 1/κ_eff per step, so the smaller κ_eff of ReLU is the "
              "faster worst case; over a short horizon the loss also depends on how the initial "
              "residual falls on the eigenvectors, so the loss ratios are reported, not ranked"),
-        passed=bool(gaps["relu"][-1] <= tol and -0.8 <= exponent <= -0.2),
         details={"widths": list(widths), "relative_gap": gaps, "gap_exponent": exponent,
                  **{a: {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in r.items()}
                     for a, r in runs.items()}},

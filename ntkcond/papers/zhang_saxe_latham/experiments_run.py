@@ -7,15 +7,18 @@ experiments to it and skips those already done with the same settings, ``overwri
 over, and an earlier run is never replaced without one of them."""
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
 
-from ..._core.io import atomic_savefig, atomic_write
-from ...runs.cli import add_run_arguments, command_parser, run_main
+from ... import plot as plot_module
+from ..._core.io import atomic_write
+from ..._core.progress import progress_bar
+from ...runs.cli import add_run_arguments, command_parser, int_at_least, positive_int, run_main
+from ...runs.frames import RunResult
 from ...runs.rundir import open_run
 from .figures import plot
 
-__all__ = ["run_experiments", "main"]
+__all__ = ["ExperimentsRun", "run_experiments", "main"]
 
 
 def _check_record(rec: dict) -> None:
@@ -27,9 +30,22 @@ def _check_record(rec: dict) -> None:
             raise ValueError(f"expected {field} as a JSON object, got {type(rec.get(field)).__name__}")
 
 
-def run_experiments(experiments: dict, out: str, *, config: dict, write_all: bool = False,
-                    resume: bool = False, overwrite: bool = False, progress=None) -> dict:
-    """Run ``experiments`` ({name: (function, kwargs)}) into the run directory ``out``.
+@dataclasses.dataclass(frozen=True)
+class ExperimentsRun(RunResult):
+    """Result of ``run_experiments``: the ``records`` (one per experiment: name, settings,
+    summary) and ``config`` (``frame()``: what ``ntkcond.runs.load`` reads from ``out``), and
+    ``summary`` ({name: summary dict with "figure" (None in memory) and "config"})."""
+
+    records: tuple
+    config: dict
+    summary: dict
+
+
+def run_experiments(experiments: dict, out: str | None, *, config: dict,
+                    write_all: bool = False, resume: bool = False, overwrite: bool = False,
+                    progress=None) -> ExperimentsRun:
+    """Run ``experiments`` ({name: (function, kwargs)}) into the run directory ``out`` (None:
+    in memory; no figures or files).
 
     Args:
       experiments: each function is called as ``fn(progress=..., **config, **kwargs)`` and
@@ -40,13 +56,8 @@ def run_experiments(experiments: dict, out: str, *, config: dict, write_all: boo
       progress: optional callable(iterable, name) wrapping the experiments' inner loops.
 
     Returns:
-      {name: summary dict (with "figure" and "config")}.
+      an ``ExperimentsRun``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     wrap = progress or (lambda it, name: it)
     summary = {}
     with open_run(out, config, key_fields=("name",), resume=resume, overwrite=overwrite,
@@ -65,18 +76,21 @@ def run_experiments(experiments: dict, out: str, *, config: dict, write_all: boo
                 continue
             result = fn(progress=lambda it, _n=name: wrap(it, _n), **config, **kwargs)
             entry = dict(result.summary)
-            fig = plot(result)
-            entry["figure"] = os.path.join(out, f"{result.name}.png")
-            atomic_savefig(fig, entry["figure"], dpi=120)
-            plt.close(fig)
+            entry["figure"] = None
+            if run.path is not None:
+                with plot_module.style():  # the one style of ntkcond.plot
+                    figure = plot(result)
+                entry["figure"] = plot_module.save(figure, run.file(f"{result.name}.png"))
             entry["config"] = dict(config)
             entry = json.loads(json.dumps(entry, default=float))
-            atomic_write(os.path.join(out, f"summary_{name}.json"), json.dumps(entry, indent=2) + "\n")
+            if run.path is not None:
+                atomic_write(run.file(f"summary_{name}.json"), json.dumps(entry, indent=2) + "\n")
             run.append({"name": name, "settings": settings, "summary": entry})
             summary[name] = entry
-        if write_all:
-            atomic_write(os.path.join(out, "summary.json"), json.dumps(summary, indent=2) + "\n")
-    return summary
+        if write_all and run.path is not None:
+            atomic_write(run.file("summary.json"), json.dumps(summary, indent=2) + "\n")
+        return ExperimentsRun(records=tuple(run.records), config=dict(run.config),
+                              summary=summary)
 
 
 # The command: ``ntkcond biasfree-dynamics`` and ``scripts/biasfree_dynamics.py``.
@@ -150,8 +164,9 @@ def build_parser(prog: str | None = None):
                                        "symmetry-breaking", "deep", "ntk", "orthogonal", "xor",
                                        "rank-one", "large-init", "bias-breaking", "all"])
     p.add_argument("--fast", action="store_true", help="small, quick configuration")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--seeds", type=int, default=None,
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="the first seed of the experiments' draws")
+    p.add_argument("--seeds", type=positive_int, default=None,
                    help="large-init, orthogonal (generic init), xor, symmetry-breaking: number "
                         "of draws seed, seed+1, ... (default: the experiment's; large-init 8, "
                         "the others 5; --fast 3)")
@@ -181,23 +196,21 @@ def build_parser(prog: str | None = None):
     return p
 
 
-def _run_command(args) -> dict:
-    from tqdm.auto import tqdm
-
+def _run_command(args) -> ExperimentsRun:
     experiments = _experiments(args)  # every flag is parsed before anything runs
     names = list(experiments) if args.command == "all" else [args.command]
 
     def bar(it, name):
         label = NAME if name is None else f"{NAME} {name}"
         quiet = args.no_progress or (name is None and len(names) == 1)
-        return tqdm(it, desc=label, disable=quiet, leave=name is None)
+        return progress_bar(it, desc=label, disable=quiet, leave=name is None)
 
     config = {"fast": args.fast, "seed": args.seed}
-    summary = run_experiments({n: experiments[n] for n in names}, args.out, config=config,
-                              write_all=args.command == "all", resume=args.resume,
-                              overwrite=args.overwrite, progress=bar)
-    print(json.dumps(summary, indent=2, default=float))
-    return summary
+    done = run_experiments({n: experiments[n] for n in names}, args.out, config=config,
+                           write_all=args.command == "all", resume=args.resume,
+                           overwrite=args.overwrite, progress=bar)
+    print(json.dumps(done.summary, indent=2, default=float))
+    return done
 
 
 def main(argv=None, prog: str | None = None) -> int:
