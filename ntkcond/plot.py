@@ -13,8 +13,9 @@ DataFrame of ``result.frame()`` / ``ntkcond.runs.load(path)`` — and returns th
                      (``train-vs-depth``);
   ``study``          κ_eff and angle against depth per activation, without and with biases
                      (``activation-study``);
-  ``curves``         any y against any x per group (tracker runs: a quantity against the
-                     training step).
+  ``curves``         any y (or several, one panel each) against any x per group (tracker
+                     runs: loss, κ_eff, kernel distance, … against the training step;
+                     ``train-track``).
 
 The axes follow what ran: depth ticks are the depths of the records (``depth_axis``: linear
 when they are few, symlog otherwise, labelled with plain integers), log axes carry only major
@@ -455,24 +456,50 @@ def study(records, path: str | None = None, *, title: str = "", metadata: dict |
     return _done(fig, path, metadata)
 
 
-def curves(records, x: str, y: str, *, by=(), path: str | None = None, logy: bool = False,
-           title: str = "", metadata: dict | None = None):
+def curves(records, x: str, y, *, by=(), path: str | None = None, logy=False, labels=None,
+           xscale: str = "linear", title: str = "", metadata: dict | None = None):
     """``y`` against ``x`` for each group of the records by the fields ``by`` (e.g. a tracker
     run's κ_eff against the training step per width): the median over the other records of a
-    group at each x, the min–max band shaded."""
+    group at each x, the min–max band shaded.
+
+    ``y``: a field, or a sequence of fields drawn side by side, one panel each (a tracker run:
+    loss, κ_eff, kernel distance, alignment, effective rank). ``logy``: True (every panel) or
+    the fields drawn on a log axis (``log_axis``; linear where a value is ≤ 0). ``labels``:
+    {field: axis label} (default: the field's name). ``xscale``: "linear", or "symlog" (linear
+    below 1, log above: training steps with step 0 among them)."""
+    if xscale not in ("linear", "symlog"):
+        raise ValueError(f"ntkcond.plot.curves: expected xscale 'linear' or 'symlog', got "
+                         f"{xscale!r}")
+    import matplotlib.ticker as mt
+
     records = records_of(records)
+    fields = [y] if isinstance(y, str) else list(y)
+    labels = labels or {}
+    logs = set(fields) if logy is True else set(logy or ())
     plt = pyplot()
     by = tuple(by)
     with style():
-        fig, ax = plt.subplots(figsize=(6.5, 4.2))
-        for i, (key, (xs, med, lo, hi, _)) in enumerate(bands(records, by + (x,), y).items()):
-            label = ", ".join(f"{k} = {v}" for k, v in zip(by, key)) or y
-            ax.plot(xs, med, color=f"C{i}", marker="o", label=label)
-            ax.fill_between(xs, lo, hi, color=f"C{i}", alpha=0.12, lw=0)
-        if logy:
-            log_axis(ax, "y")
-        ax.set(xlabel=x, ylabel=y, title=title)
-        if by:
-            ax.legend()
+        fig, axes = plt.subplots(1, len(fields), figsize=(max(6.5, 3.8 * len(fields)), 4.2),
+                                 squeeze=False)
+        for ax, field in zip(axes[0], fields):
+            groups = bands(records, by + (x,), field)
+            for i, (key, (xs, med, lo, hi, _)) in enumerate(groups.items()):
+                label = ", ".join(f"{k} = {v}" for k, v in zip(by, key)) or field
+                ax.plot(xs, med, color=f"C{i}", marker="o", label=label)
+                ax.fill_between(xs, lo, hi, color=f"C{i}", alpha=0.12, lw=0)
+            if xscale == "symlog":  # plain labels: 0, 1, 10, 100
+                ax.set_xscale("symlog", linthresh=1)
+                top = max((max(g[0]) for g in groups.values()), default=1)
+                ax.set_xlim(0, max(1, top) * 1.3)
+                ax.xaxis.set_major_formatter(mt.FuncFormatter(_plain))
+            if field in logs and all(v > 0 for g in groups.values() for v in g[2]):
+                log_axis(ax, "y")
+            ax.set(xlabel=x, ylabel=labels.get(field, field))
+            if by:
+                ax.legend()
+        if len(fields) == 1:
+            axes[0, 0].set_title(title)
+        elif title:
+            fig.suptitle(title)
         fig.tight_layout()
     return _done(fig, path, metadata)

@@ -57,6 +57,8 @@ COMMANDS = {  # the cheapest run of every command
                          "--deep-depths", "2", "--activations", "relu", "--b-stds", "0",
                          "--width", "inf"],
     "biasfree-dynamics": ["ntk", "--fast"],
+    "train-track": ["--train", "16", "--probe", "8", "--width", "4", "--steps", "2",
+                    "--snapshots", "2"],
 }
 
 
@@ -65,6 +67,8 @@ COMMANDS = {  # the cheapest run of every command
 def test_every_command_records_versions_command_line_and_time(name, tmp_path, capsys):
     from ntkcond import command
 
+    if name == "train-track":
+        pytest.importorskip("optax")  # the train extra
     out = tmp_path / "run"
     argv = [name] + COMMANDS[name] + ["--out", str(out), "--no-progress"]
     assert command.main(argv) == 0, capsys.readouterr().err

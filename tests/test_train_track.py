@@ -51,7 +51,7 @@ def test_command_writes_its_run_directory(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "digits (all), n = 64, probe 32: mlp L=1 m=32 relu; adam lr 0.01, batch 16, 40 steps" in printed
     assert "8 snapshots computed, 0 resumed" in printed
-    assert sorted(os.listdir(out)) == [".lock", "checkpoint.npz", "config.json", "figure.png", "provenance.jsonl",
+    assert sorted(os.listdir(out)) == [".lock", "checkpoint.npz", "config.json", "figure.png",
                                        "records.jsonl", "snapshots.csv", "spectra.npz"]
     recs = records(out)
     assert [r["step"] for r in recs] == SCHEDULE
@@ -64,9 +64,12 @@ def test_command_writes_its_run_directory(tmp_path, capsys):
     with np.load(out / "spectra.npz") as f:
         assert f["eigenvalues"].shape == (8, 32) and f["steps"].tolist() == SCHEDULE
         assert f["eigenvalues"][-1, -1] == recs[-1]["lambda_max"]
-    prov = [json.loads(line) for line in open(out / "provenance.jsonl")]
-    assert len(prov) == 1 and prov[0]["versions"]["optax"] and prov[0]["time"].endswith("+00:00")
-    assert prov[0]["command"].startswith("python scripts/train_track.py --train 64 --probe 32 ")
+    # the shared provenance (runs.provenance), with optax's version and the records resumed
+    (prov,) = json.loads((out / "config.json").read_text())["provenance"]
+    assert prov["optax"] and prov["jax"] and prov["time"].endswith("+00:00")
+    assert prov["resumed_records"] == 0 and prov["call"] == "train_track"
+    assert prov["command"][:6] == ["python", "scripts/train_track.py", "--train", "64", "--probe", "32"]
+    assert frame.attrs["provenance"] == [prov]
     assert (out / "figure.png").stat().st_size > 20_000
     # the last record is the tracker's snapshot of the checkpoint's parameters
     with np.load(out / "checkpoint.npz", allow_pickle=False) as f:
@@ -174,7 +177,7 @@ def test_killed_and_resumed_loses_and_duplicates_no_snapshot(tmp_path, capsys):
     for a, b in zip(got, reference):
         for field in MEASURED:
             assert a[field] == pytest.approx(b[field], rel=1e-12, abs=0), (a["step"], field)
-    prov = [json.loads(line) for line in open(out / "provenance.jsonl")]
+    prov = json.loads((out / "config.json").read_text())["provenance"]
     assert [p["resumed_records"] for p in prov] == [0, 2, 4, 6, 6, 7]
 
 
@@ -282,3 +285,35 @@ def test_float32_training_tracks_the_float64_kernel_of_its_parameters(tmp_path, 
     with x64():
         snap = NTKTracker(mlp(1, 8), x).update([jax.numpy.asarray(w) for w in weights], 5)
     assert snap.kappa_eff == records(out)[-1]["kappa_eff"]
+
+
+def test_in_memory_run_is_the_frame_load_reads_back_and_plot_draws_it(tmp_path):
+    """``out=None``: nothing written, no checkpoint; the records equal a run directory's to
+    1e-12 relative (the same float64 computations), and ``frame()`` equals ``runs.load`` of
+    the run on disk, provenance aside (another invocation, another time)."""
+    pytest.importorskip("pandas")
+    import ntkcond.runs
+    from ntkcond import datasets, plot
+
+    ds = datasets.load("digits")
+    model = tt.build_model("mlp", ds.x.shape[1], net="relu", depth=1, width=8, init_seed=0)
+    kw = dict(n=32, steps=6, snapshots=[0, 2, 6], progress=False)
+    memory = tt.train_track(ds, model, out=None, **kw)
+    assert memory.table_csv is None and memory.figure is None
+    assert memory.config["provenance"][0]["call"] == "train_track"
+    disk = tt.train_track(ds, model, out=str(tmp_path / "run"), **kw)
+    assert sorted(os.listdir(tmp_path / "run")) == [".lock", "checkpoint.npz", "config.json",
+                                                    "figure.png", "records.jsonl", "snapshots.csv"]
+    for a, b in zip(memory.records, disk.records):
+        for field in MEASURED:
+            assert a[field] == pytest.approx(b[field], rel=1e-12, abs=0), field
+    loaded = ntkcond.runs.load(tmp_path / "run")
+    frame = disk.frame()
+    assert frame.equals(loaded) and frame.attrs == loaded.attrs
+    strip = lambda attrs: {k: v for k, v in attrs.items() if k != "provenance"}  # noqa: E731
+    assert strip(memory.frame().attrs) == strip(loaded.attrs)
+    fig = plot.curves(memory.frame(), "step", tt.PANELS, logy=("loss", "kappa_eff"),
+                      labels=tt.PANELS, xscale="symlog", title=memory.title)
+    assert [ax.get_ylabel() for ax in fig.axes] == list(tt.PANELS.values())
+    assert fig.axes[1].get_yscale() == "log" and fig.axes[0].get_xscale() == "symlog"
+    plot.pyplot().close(fig)

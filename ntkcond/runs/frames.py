@@ -6,8 +6,8 @@
     df[df.width == "inf"].groupby(["activation", "depth"]).kappa_eff.median()
 
 A run's library call returns the same table without reading the disk: every result type
-(``DepthSweep``, ``BatchSweep``, ``MinAngleRun``, ``TrainSweep``, ``StudyResult``,
-``ClaimsReport``) is a ``RunResult`` whose ``frame()`` is ``frame(records, config)``, equal
+(``DepthSweep``, ``BatchSweep``, ``MinAngleRun``, ``TrainSweep``, ``TrackRun``,
+``StudyResult``, ``ClaimsReport``) is a ``RunResult`` whose ``frame()`` is ``frame(records, config)``, equal
 to ``load`` of its run directory (and available when the call ran without one, ``out=None``).
 
 Needs pandas (``pip install 'ntkcond[pandas]'``); imported only when a frame is made.

@@ -6,13 +6,16 @@
     {"ntkcond": "0.9.0", "python": "3.11.9", "jax": "0.5.3", "jaxlib": "0.5.3",
      "numpy": "2.2.6", "scipy": "1.15.3", "platform": "Linux-…-x86_64",
      "command": ["ntkcond", "cond-vs-depth", "--depths", "0,1"], "call": "cond_vs_depth",
-     "time": "2026-12-02T00:12:03+00:00"}
+     "resumed_records": 0, "time": "2026-12-02T00:12:03+00:00"}
 
 ``command`` is the command line of the ``ntkcond`` subcommand (or ``scripts/<name>.py``)
 that is running, set by ``runs.cli.run_main`` through ``command_line``; None when a library
 function is called directly (``call`` names it). Versions come from the installed
-distributions' metadata (nothing is imported for them); a package that is not installed is
-None. ``time`` is UTC, to the second.
+distributions' metadata (nothing is imported for them): ``VERSIONED`` always, and the further
+distributions a call depends on (``versions``: ``optax`` for ``train_track``); a package that
+is not installed is None. ``resumed_records`` is how many records the run held when this
+invocation opened it (0 for a start; a resume's count tells which records it computed).
+``time`` is UTC, to the second (``utc_now``).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ import contextvars
 import datetime
 import platform
 
-__all__ = ["provenance", "command_line", "current_command", "VERSIONED"]
+__all__ = ["provenance", "command_line", "current_command", "utc_now", "VERSIONED"]
 
 #: The distributions whose versions every entry records.
 VERSIONED = ("jax", "jaxlib", "numpy", "scipy")
@@ -54,12 +57,19 @@ def _version(name: str):
         return None
 
 
-def provenance(call: str) -> dict:
-    """One provenance entry (module docstring) for the library call ``call``."""
+def utc_now() -> str:
+    """The time now in UTC, to the second, as ISO 8601 ('2026-12-02T00:12:03+00:00')."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def provenance(call: str, *, versions=(), resumed: int = 0) -> dict:
+    """One provenance entry (module docstring) for the library call ``call``: the versions of
+    ntkcond, Python, ``VERSIONED`` and the distributions ``versions``; ``resumed`` is its
+    ``resumed_records``."""
     import ntkcond
 
     entry = {"ntkcond": ntkcond.__version__, "python": platform.python_version()}
-    entry.update({name: _version(name) for name in VERSIONED})
+    entry.update({name: _version(name) for name in (*VERSIONED, *versions)})
     entry.update(platform=platform.platform(), command=current_command(), call=call,
-                 time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+                 resumed_records=int(resumed), time=utc_now())
     return entry

@@ -323,7 +323,7 @@ def _field_ok(v, kind) -> bool:
 
 def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
              overwrite: bool = False, where: str = "open_run", outputs=(),
-             validate=None) -> RunDir:
+             validate=None, versions=()) -> RunDir:
     """Create, resume or overwrite a run directory, and lock it.
 
     Args:
@@ -342,6 +342,8 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
         ``overwrite`` before the new configuration is written.
       validate: callable(record) raising ValueError/TypeError for a record this run could not
         have written (``check_record_fields`` helps); run on every record read on ``resume``.
+      versions: distributions beyond ``runs.provenance.VERSIONED`` whose versions this
+        invocation's provenance entry records (e.g. ("optax",)).
 
     Returns:
       a locked ``RunDir``; close it (or use ``with``) when the run ends.
@@ -362,7 +364,7 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
         if PROVENANCE in config:
             raise ValueError(f"{where}: expected a configuration without {PROVENANCE!r} "
                              "(open_run records it), got one")
-        config[PROVENANCE] = [provenance(where)]
+        config[PROVENANCE] = [provenance(where, versions=versions)]
         return MemoryRun(config, key_fields)
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
@@ -379,7 +381,7 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
     lock = _lock(path, where)
     try:
         return _open_locked(path, config, tuple(key_fields), resume, overwrite, where, lock,
-                            tuple(outputs), validate)
+                            tuple(outputs), validate, tuple(versions))
     except BaseException:
         _unlock(path, lock)
         raise
@@ -414,7 +416,7 @@ def _remove_outputs(path: str, outputs) -> None:
 
 
 def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outputs=(),
-                 validate=None) -> RunDir:
+                 validate=None, versions=()) -> RunDir:
     config_path, records_path = os.path.join(path, CONFIG), os.path.join(path, RECORDS)
     has_config, has_records = os.path.exists(config_path), os.path.exists(records_path)
     records: list[dict] = []
@@ -441,7 +443,8 @@ def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outpu
                 "use another --out or --overwrite")
         if has_records:
             records = read_records(records_path, key_fields, where, validate)
-    config[PROVENANCE] = list(earlier) + [provenance(where)]
+    config[PROVENANCE] = list(earlier) + [provenance(where, versions=versions,
+                                                     resumed=len(records))]
     atomic_write(config_path, json.dumps(config, indent=2, sort_keys=True) + "\n")
     if not records and not overwrite:
         atomic_write(records_path, "")

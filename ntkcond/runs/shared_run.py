@@ -32,7 +32,8 @@ class RunView(RunDir):
 
 @contextlib.contextmanager
 def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
-               overwrite: bool = False, where: str = "open_run", outputs=(), validate=None):
+               overwrite: bool = False, where: str = "open_run", outputs=(), validate=None,
+               versions=()):
     """``open_run`` in process 0, a ``RunView`` of it in the others (module docstring).
 
     Raises (in every process): what ``open_run`` raises in process 0, or ValueError when the
@@ -41,7 +42,8 @@ def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
     share = current_share()
     if not share.distributed:
         with open_run(out, config, key_fields=key_fields, resume=resume, overwrite=overwrite,
-                      where=where, outputs=outputs, validate=validate) as run:
+                      where=where, outputs=outputs, validate=validate,
+                      versions=versions) as run:
             yield run
         return
     configs = share.allgather(json.loads(json.dumps(config)))
@@ -55,7 +57,8 @@ def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
     if share.is_root:
         try:
             run = open_run(out, config, key_fields=key_fields, resume=resume,
-                           overwrite=overwrite, where=where, outputs=outputs, validate=validate)
+                           overwrite=overwrite, where=where, outputs=outputs, validate=validate,
+                           versions=versions)
         except Exception as err:  # noqa: BLE001 (raised in every process below)
             error = err
     state = share.broadcast((None if run is None else (run.path, run.config, run.records), error))

@@ -21,51 +21,58 @@ Run directory (``runs.rundir``, through ``runs.shared_run``): config.json (every
 determines the results, with the data's fingerprint), records.jsonl (one record per snapshot:
 step, loss, the ``NTKSnapshot`` fields, seconds, time; eigenvalues with ``keep_spectra``),
 checkpoint.npz (the step, params and optimizer state of the last snapshot: float arrays only,
-read with ``allow_pickle=False``), provenance.jsonl (one line per start or resume: versions,
-command line, time), and from the records snapshots.csv, figure.png (loss, κ_eff, kernel
-distance, alignment and effective rank against step) and spectra.npz (with ``keep_spectra``).
-At each snapshot the checkpoint is written (atomically) before the record is appended, so a
-killed run resumes from the last checkpoint: a snapshot whose record was lost is recomputed
-from it, and none is computed twice.
+read with ``allow_pickle=False``), and from the records snapshots.csv, figure.png (loss, κ_eff,
+kernel distance, alignment and effective rank against step; ``ntkcond.plot.curves``) and
+spectra.npz (with ``keep_spectra``). config.json's provenance (``runs.provenance``: one entry
+per start or resume) records the versions (optax's too), the command line, the time and how
+many snapshots the run held when it was (re)started. At each snapshot the checkpoint is
+written (atomically) before the record is appended, so a killed run resumes from the last
+checkpoint: a snapshot whose record was lost is recomputed from it, and none is computed
+twice. ``out=None`` runs in memory (no checkpoint, nothing written; the result holds the
+records).
 """
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import io
 import json
 import math
 import os
-import shlex
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 
-from .. import datasets
+from .. import datasets, plot
 from .._core.checks import as_count, positive
-from .._core.io import append_jsonl, atomic_savefig, atomic_write
+from .._core.io import atomic_write
+from .._core.progress import progress_bar
 from .._core.x64 import x64
-from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  fully_connected_only, load_data, nets_from_args, parse_depths, positive_float,
-                  positive_int, run_main)
+from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
+                  command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
+                  parse_depths, positive_float, positive_int, run_main)
 from .depth import finite_net
+from .frames import RunResult
+from .provenance import utc_now
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
 from .tables import text_table, write_csv
 from .train_records import make_targets
 
 __all__ = ["TrackModel", "TrackRun", "OPTIMIZERS", "build_model", "snapshot_steps",
-           "train_track", "plot_train_track", "main"]
+           "train_track", "PANELS", "main"]
 
 KEY_FIELDS = ("step",)
 #: What a run derives from its records, or keeps beside them (deleted first by an overwrite).
-OUTPUTS = ("snapshots.csv", "figure.png", "spectra.npz", "checkpoint.npz", "provenance.jsonl")
+OUTPUTS = ("snapshots.csv", "figure.png", "spectra.npz", "checkpoint.npz")
 SNAPSHOT_FIELDS = ("kappa_eff", "lambda_max", "lambda_min_nonzero", "rank", "precision_limited",
                    "effective_rank", "kernel_distance", "alignment", "ntk_drift")
 CSV_FIELDS = ["step", "loss", *SNAPSHOT_FIELDS, "seconds"]
+#: The panels of figure.png (``ntkcond.plot.curves`` against the step): field → axis label.
+PANELS = {"loss": "training loss ½·mean (f − y)²", "kappa_eff": "κ_eff of the NTK",
+          "kernel_distance": "kernel distance to step 0", "alignment": "kernel-target alignment",
+          "effective_rank": "effective rank"}
 #: The optimizers of the command, and the learning rate each takes by default.
 OPTIMIZERS = {"sgd": 0.5, "adam": 1e-3}
 #: Training dtypes (the tracked kernels are float64 whatever the training's dtype).
@@ -92,16 +99,18 @@ class TrackModel:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrackRun:
-    """Result of ``train_track``: the records (step order), the paths of snapshots.csv and
-    figure.png, records computed now / resumed, wall seconds, and the tracker's seconds in
-    kernels and in their reduction (eigvalsh and the other fields), over the snapshots
-    computed now."""
+class TrackRun(RunResult):
+    """Result of ``train_track``: its ``records`` (step order) and ``config`` (``frame()``: the
+    DataFrame ``ntkcond.runs.load`` reads from the run directory), the paths of snapshots.csv
+    and figure.png (None without a run directory), records computed now / resumed, wall
+    seconds, and the tracker's seconds in kernels and in their reduction (eigvalsh and the
+    other fields), over the snapshots computed now."""
 
     records: tuple
+    config: dict
     title: str
-    table_csv: str
-    figure: str
+    table_csv: str | None
+    figure: str | None
     computed: int
     resumed: int
     seconds: float
@@ -182,22 +191,6 @@ def _optimizer(name: str, lr: float, where: str):
     raise ValueError(f"{where}: expected optimizer in {sorted(OPTIMIZERS)}, got {name!r}")
 
 
-def _versions() -> dict:
-    import importlib.metadata as md
-
-    out = {"python": sys.version.split()[0]}
-    for pkg in ("ntkcond", "jax", "jaxlib", "numpy", "optax"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 # ------------------------------------------------------------------------------ checkpoints
 def _config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
@@ -243,13 +236,14 @@ def _load_checkpoint(path: str, template, config_hash: str, where: str):
 
 
 # ------------------------------------------------------------------------------ the run
-def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 256,
+def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str | None, n: int = 256,
                 n_probe: int | None = None, optimizer: str = "sgd", lr: float | None = None,
                 steps: int = 1000, batch_size: int | None = None, snapshots=None,
                 target: str = "lt5", center: bool = True, seed: int = 0,
                 dtype: str = "float64", keep_spectra: bool = False, resume: bool = False,
-                overwrite: bool = False, progress: bool = True, command: str | None = None) -> TrackRun:
-    """Train ``model`` on ``ds`` and snapshot its NTK (module docstring) into the run ``out``.
+                overwrite: bool = False, progress: bool = True) -> TrackRun:
+    """Train ``model`` on ``ds`` and snapshot its NTK (module docstring) into the run ``out``
+    (None: in memory, nothing written; the result holds the records).
 
     Args:
       ds: the data set (``datasets.load``), with integer labels.
@@ -263,8 +257,8 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
       dtype: "float64" or "float32", the training's (params, optimizer state, data); the
         tracked kernels are float64 either way (of the parameters as they are).
       keep_spectra: store each snapshot's eigenvalues (records and spectra.npz).
-      resume, overwrite: the run-directory policy (``runs.rundir``); progress: a tqdm bar.
-      command: the command line recorded in provenance.jsonl (default: this process's).
+      resume, overwrite: the run-directory policy (``runs.rundir``); progress: show progress
+        on stderr (``ntkcond._core.progress``).
 
     Raises:
       ImportError: optax is not installed (the ``train`` extra).
@@ -310,10 +304,8 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x[index], y)}
     config_hash = _config_hash(config)  # of what determines the results (no provenance)
     with shared_run(out, config, key_fields=KEY_FIELDS, resume=resume, overwrite=overwrite,
-                    where=where, outputs=OUTPUTS, validate=record_validator(config)) as run:
-        append_jsonl(run.file("provenance.jsonl"), {
-            "time": _now(), "command": command or " ".join(map(shlex.quote, sys.argv)),
-            "resumed_records": len(run.records), "versions": _versions()}, where)
+                    where=where, outputs=OUTPUTS, validate=record_validator(config),
+                    versions=("optax",)) as run:
         resumed = len(run.records)
         with x64():
             params0 = jax.tree_util.tree_map(lambda w: jnp.asarray(w, DTYPES[dtype]), model.params)
@@ -323,11 +315,9 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
                 state = start[1]
             step_fn, loss_fn = _compiled(model.apply_fn, tx)
             xj, yj = jnp.asarray(x, DTYPES[dtype]), jnp.asarray(y, DTYPES[dtype])
-            from tqdm.auto import tqdm
-
             t = start[0]
-            with tqdm(total=steps, initial=t, desc=where, unit="step",
-                      disable=not progress or not todo) as bar:
+            with progress_bar(total=steps, initial=t, desc=where, unit="step",
+                              disable=not progress or not todo) as bar:
                 for target_step in todo:
                     while t < target_step:
                         xb, yb = (xj, yj) if batch_size is None else _minibatch(xj, yj, t, batch_size, seed)
@@ -341,21 +331,27 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str, n: int = 2
                     before = tracker.seconds
                     snap = tracker.update(state[0], t)
                     after = tracker.seconds
-                    _save_checkpoint(run.file("checkpoint.npz"), t, state, config_hash)
+                    if run.path is not None:
+                        _save_checkpoint(run.file("checkpoint.npz"), t, state, config_hash)
                     run.append(_record(snap, float(loss_fn(state[0], xj, yj)), keep_spectra,
                                        after["kernel"] + after["spectrum"]
                                        - before["kernel"] - before["spectrum"]))
         records = sorted(run.records, key=lambda r: r["step"])
-        table_csv = write_csv(run.file("snapshots.csv"), records, CSV_FIELDS)
-        if keep_spectra:
-            buf = io.BytesIO()
-            np.savez(buf, steps=np.array([r["step"] for r in records]),
-                     eigenvalues=np.array([r["eigenvalues"] for r in records]))
-            atomic_write(run.file("spectra.npz"), buf.getvalue())
         title = describe(config)
-        figure = plot_train_track(records, run.file("figure.png"), title=title, metadata=config)
+        table_csv = figure = None
+        if run.path is not None:
+            table_csv = write_csv(run.file("snapshots.csv"), records, CSV_FIELDS)
+            if keep_spectra:
+                buf = io.BytesIO()
+                np.savez(buf, steps=np.array([r["step"] for r in records]),
+                         eigenvalues=np.array([r["eigenvalues"] for r in records]))
+                atomic_write(run.file("spectra.npz"), buf.getvalue())
+            figure = plot.curves(records, "step", PANELS, logy=("loss", "kappa_eff"),
+                                 labels=PANELS, xscale="symlog", path=run.file("figure.png"),
+                                 title=title, metadata=config)
         seconds = tracker.seconds
-        return TrackRun(records=tuple(records), title=title, table_csv=table_csv, figure=figure,
+        return TrackRun(records=tuple(records), config=dict(run.config), title=title,
+                        table_csv=table_csv, figure=figure,
                         computed=len(run.records) - resumed, resumed=resumed,
                         seconds=time.perf_counter() - t_start, kernel_seconds=seconds["kernel"],
                         spectrum_seconds=seconds["spectrum"])
@@ -423,7 +419,7 @@ def _minibatch(x, y, t: int, b: int, seed: int):
 def _record(snap, loss: float, keep_spectra: bool, seconds: float) -> dict:
     rec = {"step": snap.step, "loss": loss}
     rec.update({f: getattr(snap, f) for f in SNAPSHOT_FIELDS})
-    rec.update(seconds=seconds, time=_now())
+    rec.update(seconds=seconds, time=utc_now())
     if keep_spectra:
         rec["eigenvalues"] = [float(v) for v in snap.eigenvalues]
     return rec
@@ -482,38 +478,6 @@ def format_table(records) -> str:
     return text_table(header, body)
 
 
-def plot_train_track(records, path: str, *, title: str = "", metadata: dict | None = None) -> str:
-    """Five panels against step (symlog x: step 0 included): the training loss (1), κ_eff,
-    the kernel distance to step 0 (eq. (3) of ``ntkcond.finite.tracker``), the kernel-target
-    alignment and the effective rank. Written atomically; returns ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    steps = [r["step"] for r in records]
-    panels = [("loss", "training loss ½·mean (f − y)²", "log"), ("kappa_eff", "κ_eff of the NTK", "log"),
-              ("kernel_distance", "kernel distance to step 0", "linear"),
-              ("alignment", "kernel-target alignment", "linear"),
-              ("effective_rank", "effective rank", "linear")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(19, 3.9))
-    for ax, (field, label, yscale) in zip(axes, panels):
-        values = [r[field] for r in records]
-        if yscale == "log" and not all(v > 0 for v in values):
-            yscale = "linear"
-        ax.plot(steps, values, "o-", ms=3, color="C3")
-        ax.set(xlabel="step", ylabel=label, yscale=yscale)
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlim(0, max(1, steps[-1]) * 1.3)
-        ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    atomic_savefig(fig, path, dpi=110, metadata={"Description": str(metadata)} if metadata else None)
-    plt.close(fig)
-    return path
-
-
 # The command: ``ntkcond train-track`` and ``scripts/train_track.py``.
 
 NAME = "train_track"
@@ -537,8 +501,8 @@ PRNGKey(--init-seed) times --init-scale) is trained in --dtype (float64) by opta
 --lr) on 1/2 mean (f - y)^2, full batch or --batch-size rows per step, for --steps steps. At
 step 0, --steps and --snapshots steps in all (--spacing log or linear; or the steps --at) the
 exact float64 NTK of the probe inputs is computed (ntkcond.NTKTracker) and one record written.
-Writes config.json, records.jsonl, checkpoint.npz, provenance.jsonl, snapshots.csv and
-figure.png (and spectra.npz with --save-spectra) to --out; --resume continues a killed run from
+Writes config.json (with the provenance of each start and resume), records.jsonl,
+checkpoint.npz, snapshots.csv and figure.png (and spectra.npz with --save-spectra) to --out; --resume continues a killed run from
 its last snapshot, --overwrite starts over. Needs optax: pip install 'ntkcond[train]'. The
 library call: ntkcond.runs.train_track.train_track.
 """
@@ -565,14 +529,15 @@ def build_parser(prog: str | None = None):
     add_network_arguments(p, depths="1", activations=("relu",))  # one of each: one net per run
     p.add_argument("--init-scale", type=positive_float, default=1.0,
                    help="multiply every initial parameter by this (small: the rich regime)")
-    p.add_argument("--init-seed", type=int, default=0, help="PRNGKey of the initial parameters")
+    p.add_argument("--init-seed", type=int_at_least(0), default=0,
+                   help="PRNGKey of the initial parameters")
     p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd", help="optax optimizer")
     p.add_argument("--lr", type=positive_float, default=None,
                    help=f"learning rate (default: sgd {OPTIMIZERS['sgd']:g}, adam {OPTIMIZERS['adam']:g})")
     p.add_argument("--steps", type=positive_int, default=1000, help="optimizer steps")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="minibatch rows per step (default: full batch)")
-    p.add_argument("--snapshots", type=positive_int, default=20,
+    p.add_argument("--snapshots", type=int_at_least(2), default=20,
                    help="NTK snapshots in all, step 0 and --steps included")
     p.add_argument("--spacing", choices=["log", "linear"], default="log", help="of the snapshots")
     p.add_argument("--at", type=str, default=None,
@@ -601,13 +566,12 @@ def net_from_flags(args) -> tuple:
     return nets[0], depths[0]
 
 
-def _run_command(args, command: str):
-    if args.snapshots < 2:
-        raise ValueError(f"--snapshots: expected an integer >= 2 (step 0 and --steps), got {args.snapshots}")
+def _run_command(args):
     net, depth = net_from_flags(args)
     at = None if args.at is None else _steps_list(args.at)
     schedule = snapshot_steps(args.steps, args.snapshots, args.spacing, at)
     ds = load_data(args)
+    check_batch(args.train, ds, "--train")
     model = build_model(args.arch, ds.x.shape[1], net=net, depth=depth, width=args.width,
                         init_seed=args.init_seed, init_scale=args.init_scale)
     try:
@@ -616,7 +580,7 @@ def _run_command(args, command: str):
                           steps=args.steps, batch_size=args.batch_size, snapshots=schedule,
                           target=args.target, center=not args.no_center, seed=args.seed,
                           dtype=args.dtype, keep_spectra=args.save_spectra, resume=args.resume,
-                          overwrite=args.overwrite, progress=not args.no_progress, command=command)
+                          overwrite=args.overwrite, progress=not args.no_progress)
     except ImportError as err:  # optax missing: one line, exit 2
         raise ValueError(str(err)) from None
     print(run.title)
@@ -631,6 +595,4 @@ def _run_command(args, command: str):
 def main(argv=None, prog: str | None = None) -> int:
     """The command: parse ``argv``, train and track, print the table; 0, 2 or 130."""
     p = build_parser(prog)
-    invoked = f"python scripts/{NAME}.py" if prog is None else prog
-    command = " ".join([invoked, *map(shlex.quote, sys.argv[1:] if argv is None else argv)])
-    return run_main(p.prog, p, lambda args: _run_command(args, command), argv)
+    return run_main(p.prog, p, _run_command, argv)
