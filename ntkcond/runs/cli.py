@@ -11,8 +11,8 @@ counts and tolerances);
 ``add_network_arguments`` (``--depths``, ``--activations``, ``--w-std``, ``--b-std``,
 ``--residual``, ``--arch``, ``--readout``, ``--filter`` and, where asked, ``--trainable``: the
 nets) with ``nets_from_args`` (the network objects, built once here) and
-``fully_connected_only`` (the commands written for rows); ``activation_name`` (the argparse
-type of ``--activations``);
+``fully_connected_only`` (the commands written for rows); ``activation_name`` and
+``target_name`` (the argparse types of ``--activations`` and ``--target``);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
 errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
 ``runs.launcher.add_process_arguments`` where a script has them.
@@ -163,6 +163,15 @@ def check_batch(batch: int, ds, flag: str = "--batch") -> None:
     if batch > len(ds.x):
         raise ValueError(f"{flag}: expected at most n = {len(ds.x)} (the rows of {ds.name}), got "
                          f"{batch}")
+
+
+def target_name(text: str) -> str:
+    """argparse type of ``--target`` (train-vs-depth, train-track): lt5, even or class:K (K an
+    integer; ``runs.train_records.make_targets``)."""
+    head, _, k = text.partition(":")
+    if text in ("lt5", "even") or (head == "class" and k.lstrip("-").isdigit()):
+        return text
+    raise argparse.ArgumentTypeError(f"expected lt5, even or class:K (K an integer), got {text!r}")
 
 
 def _int_at_least_one(text: str, expected: str) -> int:

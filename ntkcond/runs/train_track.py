@@ -51,7 +51,7 @@ from .._core.progress import progress_bar
 from .._core.x64 import x64
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
                   command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
-                  parse_depths, positive_float, positive_int, run_main)
+                  parse_depths, positive_float, positive_int, run_main, target_name)
 from .depth import finite_net
 from .frames import RunResult
 from .provenance import utc_now
@@ -546,7 +546,8 @@ def build_parser(prog: str | None = None):
                    help="the training's dtype (the tracked NTK is float64 either way)")
     p.add_argument("--save-spectra", action="store_true",
                    help="keep every snapshot's eigenvalues (records, spectra.npz)")
-    p.add_argument("--target", default="lt5", help="lt5, even or class:K (K = 0..9)")
+    p.add_argument("--target", type=target_name, default="lt5",
+                   help="lt5, even or class:K (K = 0..9)")
     p.add_argument("--no-center", action="store_true", help="do not subtract the targets' mean")
     add_run_arguments(p, NAME)
     return p

@@ -50,7 +50,6 @@ min(predicted_steps, max_steps)).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import os
@@ -63,7 +62,8 @@ from ..network import resolve_mlps
 from .gradient_descent import CHUNK, GDRun, train_to_loss
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
                   command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
-                  parse_depths, parse_width, positive_float, positive_int, run_main)
+                  parse_depths, parse_width, positive_float, positive_int, run_main,
+                  target_name)
 from .depth import check_spectrum_fields
 from .frames import RunResult
 from .rundir import check_record_fields, data_fingerprint, open_run
@@ -315,14 +315,6 @@ def build_parser(prog: str | None = None):
                    help="PRNGKey of the nets' weights")
     add_run_arguments(p, NAME)
     return p
-
-
-def target_name(text: str) -> str:
-    """argparse type of ``--target``: lt5, even or class:K (K an integer)."""
-    head, _, k = text.partition(":")
-    if text in ("lt5", "even") or (head == "class" and k.lstrip("-").isdigit()):
-        return text
-    raise argparse.ArgumentTypeError(f"expected lt5, even or class:K (K an integer), got {text!r}")
 
 
 def _run_command(args):
