@@ -197,6 +197,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
         (["--depths", "x"], "--depths: expected e.g. '0-10' or '0,1,5', got 'x'"),
         (["--b-std", "-1"], "--b-std: expected 0 or a number in [1e-150, 1e+150], got '-1'"),
         (["--init-scale", "0"], "--init-scale: expected a number > 0"),
+        (["--target", "odd"], "--target: expected lt5, even or class:K (K an integer), got 'odd'"),
+        (["--init-seed", "-1"], "--init-seed: expected an integer >= 0, got '-1'"),
+        (["--train", "5000"], "--train: expected at most n = 1797 (the rows of digits), got 5000"),
         (["--lr", "1e4", "--steps", "50"], "(step 3): expected a nonzero kernel"),  # all ReLUs dead
         (["--lr", "1e4", "--steps", "500", "--activations", "linear"], "the loss is inf at step 4"),
     ]
