@@ -32,7 +32,7 @@ import os
 
 from .. import datasets
 from .._core.io import atomic_savefig, atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activation, parse_activations
 from .cond_vs_depth import cond_vs_depth
 from .tables import write_csv
 
@@ -90,8 +90,10 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
     """
     from .depth import finite_net_factory, net_options
 
+    where = "activation_study"
+    activations, b_stds, finite_activations = _checked(out, activations, b_stds,
+                                                       finite_activations, where)
     rows = []
-    os.makedirs(out, exist_ok=True)
     for b_std in b_stds:
         for name in activations:
             act = parse_activation(name)
@@ -103,8 +105,7 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
                     finite_net_factory(opts, "activation_study")
                 except ValueError:
                     finite = []  # this ntkcond.mlp has no w_std/b_std: infinite width only
-            if finite_activations is not None and act.name not in {
-                    parse_activation(a).name for a in finite_activations}:
+            if finite_activations is not None and act.name not in finite_activations:
                 finite = []
             plan = [(["inf"], sorted(set(depths) | set(deep_depths)))]
             if "inf" not in widths:
@@ -134,6 +135,35 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
     atomic_write(path_md, md)
     figure = plot_study(rows, os.path.join(out, "study.png"), title=title)
     return StudyResult(rows=tuple(rows), csv=path_csv, markdown=path_md, figure=figure)
+
+
+def _checked(out, activations, b_stds, finite_activations, where):
+    """The study's arguments, checked before any run directory is made: (activation names,
+    b_stds, finite activation names or None)."""
+    if isinstance(out, os.PathLike):
+        out = os.fspath(out)
+    if not isinstance(out, str) or not out.strip():
+        raise ValueError(f"{where}: expected --out as a nonempty directory path, got {out!r}")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"{where}: expected --out to be a directory, got the file {out}")
+    names = tuple(a.name for a in parse_activations(activations, where))
+    try:
+        stds = [float(b) for b in b_stds]
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: expected --b-stds as numbers, got {b_stds!r}") from None
+    if not stds or not all(math.isfinite(b) and b >= 0 for b in stds) or any(
+            isinstance(b, bool) for b in b_stds):
+        raise ValueError(f"{where}: expected --b-stds as finite numbers >= 0, got {list(b_stds)!r}")
+    if len(set(stds)) != len(stds):
+        raise ValueError(f"{where}: expected each --b-stds value once, got {list(b_stds)!r}")
+    finite = None
+    if finite_activations is not None:
+        finite = {a.name for a in parse_activations(finite_activations, where)}
+        extra = sorted(finite - set(names))
+        if extra:
+            raise ValueError(f"{where}: expected --finite-activations among --activations "
+                             f"{list(names)}, got {extra} (not in the study)")
+    return names, tuple(stds), finite
 
 
 def gather(out: str) -> list[dict]:
@@ -326,7 +356,7 @@ def _run_command(args):
     ds = load_data(args, seed=args.seed)
     res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
                            depths=parse_depths(args.depths),
-                           deep_depths=parse_depths(args.deep_depths),
+                           deep_depths=parse_depths(args.deep_depths, "--deep-depths"),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),
                            widths=args.width, seeds=args.seeds, seed=args.seed,
                            finite_activations=args.finite_activations,
