@@ -359,17 +359,18 @@ FIELD_KINDS = {
     "dataset": "str", "split": "str", "activation": "str", "trainable": "str", "name": "str",
     "batch_index": "int>=0", "n": "int>=1", "d": "int>=1", "depth": "int>=0", "rank": "int>=0",
     "seed": "int|None", "i": "int>=0", "j": "int>=0", "steps": "int>=0|None",
-    "predicted_steps": "int>=0|None", "steps_run": "int>=0", "max_steps": "int>=1",
+    "predicted_steps": "int>=0|None", "steps_run": "int>=0|None", "max_steps": "int>=1",
     "lambda_max": "float>=0", "lambda_min_nonzero": "float>0|None", "kappa_eff": "float>0|None",
     "kappa": "float>0|None", "lambda_min_upper_bound": "float", "lambda_min_bound_ratio":
     "float|None", "seconds": "float>=0", "angle_rad": "float>=0", "angle_deg": "angle",
     "min_grad_angle_deg": "angle", "min_input_angle_deg": "angle", "min_grad_angle_pair": "pair",
-    "lr": "float>0|None", "loss0": "float>=0", "rel_loss_at_stop": "float>=0",
+    "lr": "float>0|None", "loss0": "float>=0", "rel_loss_at_stop": "float>=0|None",
     "predicted_rel_loss_at_stop": "float>=0", "ntk_drift": "float>=0|None",
     "kappa_target": "float>0|None", "rel_target": "float>0", "kappa_eff_end": "float>0|None",
-    "lambda_max_end": "float>=0", "w_std": "float>0", "b_std": "float>=0", "residual": "float>0",
-    "precision_limited": "bool", "predicted_finite": "bool", "reached": "bool",
-    "diverged": "bool", "dead": "bool"}
+    "lambda_max_end": "float>=0|None", "w_std": "float>0", "b_std": "float>=0",
+    "residual": "float>0", "precision_limited": "bool", "predicted_finite": "bool",
+    "reached": "bool|None", "diverged": "bool|None", "dead": "bool", "center": "bool",
+    "target": "str"}
 
 
 def check_known_fields(rec: dict) -> None:
