@@ -17,6 +17,7 @@ this module to the new surface (stax, conv, tracker).
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import errno
@@ -41,6 +42,14 @@ from conftest import load_script  # noqa: E402
 LIMIT = 20.0
 
 LIB = (ValueError, TypeError)
+
+#: Every folder a case makes lies under this one, removed when the process ends.
+_TMP = tempfile.mkdtemp(prefix="ntkcond-hostile-")
+atexit.register(shutil.rmtree, _TMP, True)
+
+
+def _tmpdir() -> str:
+    return tempfile.mkdtemp(dir=_TMP)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -504,7 +513,7 @@ error("--coordinator without the others", lambda: _start(["--coordinator", "127.
 # ------------------------------------------------------------ 5./6. scripts, runs and messages
 def _script(name, argv, out=None, prepare=None):
     """(exit status, stderr, --out before == after) of a script run in this process."""
-    tmp = tempfile.mkdtemp()
+    tmp = _tmpdir()
     try:
         target = os.path.join(tmp, "out") if out is None else out(tmp)
         if prepare is not None:
@@ -553,10 +562,12 @@ def _a_file(target):
 
 
 script_error("min-angle --block 0 (left a run behind)", "min_angle", G + ["--block", "0"],
-             r"block size >= 2, got 0")
+             r"streaming_smallest_angles: expected an integer block size >= 2, got 0")
 script_error("min-angle --block 0 --overwrite over a finished run", "min_angle",
              G + ["--block", "0", "--overwrite"], r"block size >= 2, got 0", prepare=_finished_min_angle)
 script_error("min-angle --workers 0", "min_angle", G + ["--workers", "0"], r"--workers: expected")
+script_error("cond-vs-batch --block 1", "cond_vs_batch", G + ["--sizes", "8,16", "--block", "1"],
+             r"block size >= 2, got 1")
 script_error("min-angle --limit 1", "min_angle", G + ["--limit", "1"], r"--limit 2 <= N")
 script_error("min-angle --out a file", "min_angle", G, r"expected --out to be a directory, got the file",
              prepare=_a_file)
@@ -601,7 +612,7 @@ def _load(path):
 
 
 def _run_dir(records="", config='{"a": 1}\n'):
-    tmp = tempfile.mkdtemp()
+    tmp = _tmpdir()
     with open(os.path.join(tmp, "config.json"), "w") as f:
         f.write(config)
     if records is None:
@@ -629,7 +640,7 @@ value("runs.load: a well-formed run", lambda: _load(_run_dir(json.dumps(_REC) + 
 def _pack(array=None, folder=False):
     from ntkcond.runs.cond_vs_depth import pack_spectra
 
-    tmp = tempfile.mkdtemp()
+    tmp = _tmpdir()
     file = os.path.join(tmp, "b0.npy")
     if folder:
         os.mkdir(file)
@@ -648,7 +659,7 @@ value("spectra/: a float64 spectrum", lambda: _pack(np.arange(3.0)), lambda a: n
 def _full_disk(writer):
     from ntkcond._core import io as nio
 
-    tmp = tempfile.mkdtemp()
+    tmp = _tmpdir()
     real = os.fsync
 
     def full(fd):
@@ -763,7 +774,7 @@ value("extreme_pairs farthest pair = brute force", lambda: _pairs(_unit(), block
       lambda e: e.farthest[1:] == max(((math.acos(max(-1.0, min(1.0, float(_unit()[i] @ _unit()[j])))), i, j)
                                        for i in range(5) for j in range(i + 1, 5)))[1:])
 error("spectra/: a missing file", lambda: __import__("ntkcond.runs.cond_vs_depth", fromlist=["x"]).pack_spectra(
-    tempfile.mkdtemp(), ["b9"], os.path.join(tempfile.mkdtemp(), "s.npz")),
+    _tmpdir(), ["b9"], os.path.join(_tmpdir(), "s.npz")),
     r"pack_spectra: expected the spectrum .* got no such file")
 value("full disk in write_nofollow names the file", lambda: _full_disk_message(
     lambda nio, p: (nio.write_nofollow(p, "x" * 10, "here"), os.fsync(0))),
@@ -773,7 +784,7 @@ value("float16 kernel within its rounding", lambda: _cond(np.array([[2.0, 1.0], 
 
 
 def _finished_run(name, argv):
-    tmp = tempfile.mkdtemp()
+    tmp = _tmpdir()
     out = os.path.join(tmp, "run")
     with contextlib.redirect_stdout(io.StringIO()):
         assert load_script(name).main(argv + ["--no-progress", "--out", out]) == 0
@@ -800,7 +811,7 @@ value("runs.load of a train-vs-depth run", lambda: _finished_run(
 def _overwrite_refused_restores():
     from ntkcond.runs.rundir import open_run
 
-    tmp = tempfile.mkdtemp()
+    tmp = _tmpdir()
     with open_run(tmp, {"a": 1}, key_fields=("i",)) as run:
         run.append({"i": 0})
     before = _snapshot(tmp)
@@ -813,6 +824,28 @@ def _overwrite_refused_restores():
 
 
 value("open_run: a refused overwrite puts the old run back", _overwrite_refused_restores, lambda same: same)
+
+
+def _peer_sends(data_of_peer, call):
+    """Share(0, 2) whose collective returns this process's payload and ``data_of_peer(payload)``."""
+    from ntkcond.scale.processes import Share
+
+    real = Share.allgather_bytes
+    Share.allgather_bytes = lambda self, payload: [payload, data_of_peer(payload)]
+    try:
+        return call(Share(0, 2))
+    finally:
+        Share.allgather_bytes = real
+
+
+error("a peer sends pickle (ran pickle.loads)", lambda: _peer_sends(
+    lambda p: __import__("pickle").dumps(os.system), lambda sh: sh.allgather([1])),
+    r"allgather \(from process 1\): expected a message of ntkcond's wire format")
+error("a peer sends a product of the wrong length", lambda: _peer_sends(
+    lambda p: p[:-8], lambda sh: sh.sum_in_order(np.zeros(4), where="matrix_free_conditioning")),
+    r"matrix_free_conditioning: expected 32 bytes from process 1")
+error("a peer announces 2^62 bytes", lambda: __import__("ntkcond.scale.processes", fromlist=["x"])._check_sizes(
+    [8, 1 << 62], 2), r"allgather: expected a message size that fits in memory from process 1")
 
 
 # -------------------------------------------------------------------------------- the runner

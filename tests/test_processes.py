@@ -336,3 +336,31 @@ def worker_main(argv):
 
 if __name__ == "__main__":
     sys.exit(worker_main(sys.argv[1:]))
+
+
+def test_what_a_peer_sends_is_checked_before_it_is_used(monkeypatch):
+    """Without a runtime: the gathered bytes of a planted peer (process 1 of 2) — pickle, a part
+    of the wrong length, a size beyond memory — are refused with a ValueError naming it."""
+    import pickle as _pickle
+
+    from ntkcond._core.wire import encode
+    from ntkcond.scale import processes
+    from ntkcond.scale.processes import PeerMessageError
+
+    share = Share(0, 2)
+    monkeypatch.setattr(Share, "allgather_bytes",
+                        lambda self, payload: [payload, _pickle.dumps({"x": os.system})])
+    with pytest.raises(ValueError, match=r"^allgather \(from process 1\): expected a message of "
+                                         r"ntkcond's wire format"):
+        share.allgather({"x": 1})
+    monkeypatch.setattr(Share, "allgather_bytes", lambda self, payload: [payload, payload[:-8]])
+    with pytest.raises(PeerMessageError, match=r"^matrix_free_conditioning: expected 64 bytes "
+                                               r"from process 1 .* got 56"):
+        share.sum_in_order(np.zeros(8), where="matrix_free_conditioning")
+    monkeypatch.setattr(Share, "allgather_bytes", lambda self, payload: [payload, encode(None)])
+    assert share.allgather(np.arange(3.0))[1] is None
+    with pytest.raises(PeerMessageError, match=r"^allgather: expected a message size that fits in "
+                                               r"memory from process 1 \(x 2 processes\), got "):
+        processes._check_sizes([10, 1 << 62], 2)
+    with pytest.raises(PeerMessageError, match=r"from process 0 .* got -5 bytes"):
+        processes._check_sizes([-5, 3], 2)

@@ -355,11 +355,11 @@ def check_per_example(apply_fn, params, x1, x2, where):
     import jax
     import jax.numpy as jnp
 
+    if _traced(x1, *jax.tree_util.tree_leaves(params), *([] if x2 is None else [x2])):
+        return  # under jax.jit: no values to compare
     rows = x1[:PROBE_ROWS] if x2 is None else jnp.concatenate([x1[:PROBE_ROWS], x2[:PROBE_ROWS]])
     k = rows.shape[0]
     out = jnp.asarray(apply_fn(params, rows))
-    if _traced(out):
-        return
     if out.ndim == 0 or out.shape[0] != k:
         got = "a scalar (one number for the whole batch?)" if out.ndim == 0 else (
             f"shape {tuple(out.shape)} (an example dropped or added, or outputs of shape (O, n) "

@@ -35,7 +35,15 @@ one subtraction between series: with w = g² and u = (1 − w)^{-1/2},
     (κ₀∘g)' = g' u / π,   (κ₁∘g)' = (κ₀∘g)·g'    (κ₁' = κ₀, κ₀'(ρ) = 1/(π√(1 − ρ²))),
 
 so every coefficient is a sum of products of non-negative numbers (the constant terms
-κ₀(g_0), κ₁(g_0) and 1 − w_0 = (1 − g_0)(1 + g_0) are scalars). Cost O(L·P²).
+κ₀(g_0), κ₁(g_0) and 1 − w_0 = (1 − g_0)(1 + g_0) are scalars). One layer, eq. (4), is then
+composed as
+
+    I = κ₀∘g − κ₀(g_0) = ∫ g'u/π,   J = ∫ I·g'   (series without constant term),
+    Ġ∘g = Ġ(g_0) + w_relu·I,   F∘g = F(g_0) + Ġ(g_0)·(g − g_0) + w_relu·J,                (5b)
+
+(κ₁∘g = κ₁(g_0) + κ₀(g_0)(g − g_0) + J), whose scalars Ġ(g_0) = w_lin + w_relu κ₀(g_0)
+≥ (1 + α)²/(2(1 + α²)) ≥ 0 and F(g_0) carry the only subtraction of the family (w_lin < 0 for
+α < 0), so no series is ever subtracted from another for any α ∈ [−1, 1]. Cost O(L·P²).
 
 **Certified enclosure.** Every series is carried as a pair of series ǧ ≤ g ≤ ĝ (coefficient
 by coefficient) in ``numpy.longdouble`` (64-bit significand on x86-64, unit roundoff
@@ -48,10 +56,13 @@ computed with k roundings on non-negative terms (relative error ≤ γ_k = ku/(1
 the order of summation) is moved outward by (k + 1)u and one unit in the last place. Scalars
 (1 − g_0², √, arcsin, π, w_lin, w_relu) are enclosed the same way from their monotonicity;
 ``arcsin`` of longdouble is trusted to 16 units in the last place (glibc documents ≤ 2 for
-x86-64 ``asinl``). The one subtraction of the family — w_lin ρ_k + w_relu κ₁(ρ_k) and
-w_lin + w_relu κ₀(ρ_k) for α < 0, where w_lin < 0 — is enclosed with its absolute rounding
-error, and the exact coefficients are ≥ 0 there too ((1 + α)²/(2(1 + α²)) ≥ 0), so the lower
-series is clipped at 0. Rounding errors therefore cannot accumulate unseen: the enclosure
+x86-64 ``asinl``). The scalars of (5b) with w_lin < 0 are enclosed with their absolute
+rounding error, from the ends of g_0's enclosure (both are non-decreasing in g_0 where
+Ġ ≥ 0, so the enclosures keep the correlation of their terms; an interval product of w_lin
+and g_0 would widen by a factor 3 per layer for |z|), and every exact coefficient is ≥ 0, so
+lower series are clipped at 0. The recursion (5) widens its result once, by γ_{P(P+3)}: each
+u_m is ≤ P + 3 roundings on the earlier u's, which enter linearly with non-negative weights.
+Rounding errors therefore cannot accumulate unseen: the enclosure
 widens with the depth exactly as the arithmetic requires (for deep ReLU nets most at ρ_k(0),
 which approaches 1 like 1 − O(1/k²) while its rounding grows like k·u, so 1 − w_0 loses
 relative accuracy like k³u). Where the enclosure of ρ_k(0) reaches 1 the compositions are no

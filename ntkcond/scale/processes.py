@@ -51,7 +51,7 @@ import numpy as np
 
 from .._core.wire import decode, encode
 
-__all__ = ["Share", "PeerLostError", "current_share", "exchange_tiles", "initialize",
+__all__ = ["Share", "PeerLostError", "PeerMessageError", "current_share", "exchange_tiles", "initialize",
            "local_process_count"]
 
 #: How long the survivors of a failed collective wait for each other's answer to the roll.
@@ -64,6 +64,22 @@ _sequence = [0]  # collectives so far in this process: the same count in every p
 
 class PeerLostError(ConnectionError):
     """A collective failed because another process of the run ended or stopped answering."""
+
+
+class PeerMessageError(ValueError):
+    """Another process sent what this one cannot take (a size beyond memory, a wrong length);
+    every process sees the same gathered values, so every process raises it."""
+
+
+def _check_sizes(sizes: list, count: int) -> None:
+    """PeerMessageError unless every announced size is ≥ 0 and the padded buffers of all
+    ``count`` processes fit in this machine's memory (checked before they are allocated)."""
+    from .._core.memory import available_memory
+
+    for p, size in enumerate(sizes):
+        if size < 0 or (1 << size.bit_length()) * count > available_memory():
+            raise PeerMessageError(f"allgather: expected a message size that fits in memory from "
+                                   f"process {p} (x {count} processes), got {size} bytes")
 
 _MIN_BYTES = 1 << 10  # gathered byte strings are padded to powers of two (few compiled shapes)
 
@@ -108,10 +124,13 @@ class Share:
             size = np.array([len(payload)], dtype=np.int64).view(np.uint8)
             sizes = np.asarray(multihost_utils.process_allgather(size)).reshape(self.count, 8)
             sizes = [int(s) for s in sizes.copy().view(np.int64).ravel()]
+            _check_sizes(sizes, self.count)
             width = max(_MIN_BYTES, 1 << max(sizes).bit_length())
             buf = np.zeros(width, dtype=np.uint8)
             buf[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
             rows = np.asarray(multihost_utils.process_allgather(buf)).reshape(self.count, width)
+        except PeerMessageError:
+            raise
         except Exception as err:  # noqa: BLE001 (a failed collective: name the peer it lost)
             raise _peer_lost(self, err) from None
         return [rows[p, : sizes[p]].tobytes() for p in range(self.count)]
@@ -145,6 +164,10 @@ class Share:
         digest = b"" if check is None else hashlib.sha256(
             np.ascontiguousarray(check).tobytes()).digest()
         got = self.allgather_bytes(digest + part.tobytes())
+        for p, g in enumerate(got):
+            if len(g) != len(digest) + part.nbytes:
+                raise PeerMessageError(f"{where}: expected {len(digest) + part.nbytes} bytes from "
+                                       f"process {p} (its part of the product), got {len(g)}")
         if len({g[: len(digest)] for g in got}) != 1:
             raise ValueError(f"{where}: the processes multiply different blocks (their "
                              "computations diverged: hosts with different BLAS builds?)")
@@ -165,9 +188,10 @@ class Share:
                 value = fn()
             except Exception as err:  # noqa: BLE001 (re-raised in every process below)
                 error = err
+        own = error
         value, error = self.broadcast((value, error))
         if error is not None:
-            raise error
+            raise own if own is not None else error  # process 0 keeps its error's own class
         return value
 
     def gather_rows(self, pieces: list) -> list:
