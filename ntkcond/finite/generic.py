@@ -256,7 +256,8 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
         parameter leaf (its path, e.g. ``params[2][0]``, and the entry); an apply_fn that is
         not one output per example (one number per batch, a dropped example, (O, n) outputs,
         rows that depend on each other: ``check_per_example``, on up to 4 rows of x1 and of
-        x2); a kernel with NaN/Inf from finite inputs (an overflow, e.g. float32 inputs of size
+        x2, on the first call for each example shape, dtype and parameter structure); a
+        kernel with NaN/Inf from finite inputs (an overflow, e.g. float32 inputs of size
         1e30, or apply_fn itself); the budget cannot hold one example's gradient ("ntk_vp") or
         one parameter's column ("jacobian").
     """
@@ -277,13 +278,20 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
     vp_jit = jax.jit(lambda p, x1, xs2, full: _ntk_vp_block(apply_fn, p, x1, xs2, full),
                      static_argnames="full")
 
+    probed = set()  # (example shape, dtype, parameter structure) whose contract was checked
+
     def ntk(params, x1, x2=None):
         same = x2 is None
         _check_generic_inputs(params, x1, x2, where)
         leaves = jax.tree_util.tree_leaves(params)
         with scoped_dtype(x1, x2, *leaves), np.errstate(over="ignore", invalid="ignore"):
             x1, x2, params = _cast(params, x1, x2)
-            check_per_example(apply_fn, params, x1, None if same else x2, where)
+            key = (x1.shape[1:], x1.dtype.name, jax.tree_util.tree_structure(params),
+                   tuple(leaf.shape for leaf in jax.tree_util.tree_leaves(params)))
+            if key not in probed:  # a property of the model: once per shape and structure
+                check_per_example(apply_fn, params, x1, None if same else x2, where)
+                if not _traced(x1):
+                    probed.add(key)
             x2 = x1 if same else x2
             if method == "jacobian":
                 out = _jacobian_ntk(jac_jit, params, x1, x2, same, full_outputs,
