@@ -29,10 +29,11 @@ import csv
 import dataclasses
 import math
 import os
+from collections.abc import Iterable
 
 from .. import datasets
 from .._core.io import atomic_savefig, atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activation, parse_activations
 from .cond_vs_depth import cond_vs_depth
 from .tables import write_csv
 
@@ -88,41 +89,35 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
       resume: continue the run directories already under ``out`` (default); overwrite:
         discard them and start over.
     """
-    from ..network import resolve_mlp
-
     where = "activation_study"
-    nets = {(name, b_std): resolve_mlp(name, study_w_std(name, b_std), b_std, where=where)
-            for b_std in b_stds for name in activations}  # every net checked before any run
+    nets, names, finite_activations = _checked(out, activations, b_stds, finite_activations,
+                                               where)
     rows = []
-    os.makedirs(out, exist_ok=True)
-    for b_std in b_stds:
-        for name in activations:
-            net = nets[(name, b_std)]
-            act, w_std = net.act, net.w_std
-            finite = [w for w in widths if w != "inf"]
-            if finite_activations is not None and act.name not in {
-                    parse_activation(a).name for a in finite_activations}:
-                finite = []
-            plan = [(["inf"], sorted(set(depths) | set(deep_depths)))]
-            if "inf" not in widths:
-                plan = []
-            if finite:
-                plan.append((finite, sorted(set(depths))))
-            for ws, ds_depths in plan:
-                tag = "inf" if ws == ["inf"] else "w" + "-".join(str(w) for w in ws)
-                sweep = cond_vs_depth(
-                    ds, out=os.path.join(out, f"{run_name(act.name, b_std)}_{tag}"), batch=batch,
-                    depths=ds_depths, activations=[net], widths=ws, seeds=seeds,
-                    seed=seed, max_batches=max_batches,
-                    resume=resume and not overwrite and os.path.exists(os.path.join(
-                        out, f"{run_name(act.name, b_std)}_{tag}", "config.json")),
-                    overwrite=overwrite, progress=progress)
-                for r in sweep.rows:
-                    rows.append({"activation": act.name, "b_std": b_std,
-                                 "w_std": "norm-preserving" if w_std is None else f"{w_std:.6g}",
-                                 **{k: v for k, v in r.items() if k != "activation"}})
-    rows.sort(key=lambda r: (r["b_std"], activations.index(r["activation"]) if r["activation"]
-                             in activations else 99, r["width"] != "inf", str(r["width"]), r["depth"]))
+    for net in nets:
+        act, w_std, b_std = net.act, net.w_std, net.b_std
+        finite = [w for w in widths if w != "inf"]
+        if finite_activations is not None and act.name not in finite_activations:
+            finite = []
+        plan = [(["inf"], sorted(set(depths) | set(deep_depths)))]
+        if "inf" not in widths:
+            plan = []
+        if finite:
+            plan.append((finite, sorted(set(depths))))
+        for ws, ds_depths in plan:
+            tag = "inf" if ws == ["inf"] else "w" + "-".join(str(w) for w in ws)
+            sweep = cond_vs_depth(
+                ds, out=os.path.join(out, f"{run_name(act.name, b_std)}_{tag}"), batch=batch,
+                depths=ds_depths, activations=[net], widths=ws, seeds=seeds,
+                seed=seed, max_batches=max_batches,
+                resume=resume and not overwrite and os.path.exists(os.path.join(
+                    out, f"{run_name(act.name, b_std)}_{tag}", "config.json")),
+                overwrite=overwrite, progress=progress)
+            for r in sweep.rows:
+                rows.append({"activation": act.name, "b_std": b_std,
+                             "w_std": "norm-preserving" if w_std is None else f"{w_std:.6g}",
+                             **{k: v for k, v in r.items() if k != "activation"}})
+    rows.sort(key=lambda r: (r["b_std"], names.index(r["activation"]) if r["activation"]
+                             in names else 99, r["width"] != "inf", str(r["width"]), r["depth"]))
     path_csv = write_csv(os.path.join(out, "study.csv"), rows)
     title = (f"{os.path.basename(ds.name)} ({ds.split}), batches of {batch}: "
              f"κ_eff and smallest gradient angle vs depth")
@@ -131,6 +126,39 @@ def activation_study(ds: datasets.Dataset, *, out: str, batch: int = 512, max_ba
     atomic_write(path_md, md)
     figure = plot_study(rows, os.path.join(out, "study.png"), title=title)
     return StudyResult(rows=tuple(rows), csv=path_csv, markdown=path_md, figure=figure)
+
+
+def _checked(out, activations, b_stds, finite_activations, where):
+    """The study's arguments, checked before any run directory is made: (the nets, b_std
+    outer and activation inner, each an ``MLPFamily`` from ``resolve_mlp``; the activation
+    names; the finite activations' names or None)."""
+    from ..network import resolve_mlp
+    from ..network.layers import check_std
+
+    if isinstance(out, os.PathLike):
+        out = os.fspath(out)
+    if not isinstance(out, str) or not out.strip():
+        raise ValueError(f"{where}: expected --out as a nonempty directory path, got {out!r}")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"{where}: expected --out to be a directory, got the file {out}")
+    names = tuple(a.name for a in parse_activations(activations, where))
+    if isinstance(b_stds, (str, bytes)) or not isinstance(b_stds, Iterable):
+        raise TypeError(f"{where}: expected --b-stds as a sequence of numbers, got {b_stds!r}")
+    stds = [check_std(b, "each --b-stds value", where, allow_none=False, allow_zero=True)
+            for b in b_stds]
+    if not stds:
+        raise ValueError(f"{where}: expected at least one --b-stds value, got none")
+    if len(set(stds)) != len(stds):
+        raise ValueError(f"{where}: expected each --b-stds value once, got {list(b_stds)!r}")
+    nets = [resolve_mlp(name, study_w_std(name, b), b, where=where) for b in stds for name in names]
+    finite = None
+    if finite_activations is not None:
+        finite = {a.name for a in parse_activations(finite_activations, where)}
+        extra = sorted(finite - set(names))
+        if extra:
+            raise ValueError(f"{where}: expected --finite-activations among --activations "
+                             f"{list(names)}, got {extra} (not in the study)")
+    return nets, names, finite
 
 
 def gather(out: str) -> list[dict]:
@@ -321,7 +349,7 @@ def _run_command(args):
     ds = load_data(args)
     res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
                            depths=parse_depths(args.depths),
-                           deep_depths=parse_depths(args.deep_depths),
+                           deep_depths=parse_depths(args.deep_depths, "--deep-depths"),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),
                            widths=args.width, seeds=args.seeds, seed=args.seed,
                            finite_activations=args.finite_activations,

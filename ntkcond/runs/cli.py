@@ -66,10 +66,11 @@ def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = T
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def parse_depths(text: str) -> list[int]:
+def parse_depths(text: str, flag: str = "--depths") -> list[int]:
     """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, each given once ('1,1' and
     '0-3,2' are refused: a depth twice is a typo, not a request), under the library's one depth
-    contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``)."""
+    contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``). ``flag`` names the
+    flag in the errors (e.g. ``--deep-depths``)."""
     depths: set = set()
     repeated: set = set()
     try:
@@ -85,15 +86,15 @@ def parse_depths(text: str) -> list[int]:
             repeated |= depths & new
             depths |= new
     except ValueError:
-        raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
+        raise ValueError(f"{flag}: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
     try:
         if not depths:
             raise ValueError
-        checked = sorted(as_depth(L, "--depths") for L in depths)
+        checked = sorted(as_depth(L, flag) for L in depths)
     except ValueError:
-        raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
+        raise ValueError(f"{flag}: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
     if repeated:
-        raise ValueError(f"--depths: expected each depth once, got {sorted(repeated)} more than "
+        raise ValueError(f"{flag}: expected each depth once, got {sorted(repeated)} more than "
                          f"once in {text!r}")
     return checked
 
@@ -275,8 +276,9 @@ def load_data(args) -> datasets.Dataset:
 def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
     """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr.
 
-    ValueError/TypeError (bad input) and OSError (unwritable --out, full disk, missing file):
-    exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
+    ValueError/TypeError (bad input), ArithmeticError (an overflow from an extreme input) and
+    OSError (unwritable --out, full disk, missing file): exit 2. KeyboardInterrupt: exit 130
+    (records already appended are safe; --resume continues).
     """
     args = p.parse_args(argv)
     joined = False
@@ -293,7 +295,7 @@ def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
         return _failed(130, joined)
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, ArithmeticError) as err:  # arithmetic: an extreme input
         message = _one_line(err)
         message = message[len(prog) + 2:] if message.startswith(f"{prog}: ") else message
         print(f"{prog}: error: {message}", file=sys.stderr)

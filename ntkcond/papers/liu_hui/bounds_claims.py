@@ -29,8 +29,8 @@ def check_power_series(formulas=Formulas(), fast=True, outdir=None, data_dir=Non
         s = formulas.ntk_power_series(depth, act, order=P)
         exact = _unit_ntk(formulas.infinite_ntk, rho, depth, act)
         err = np.abs(exact - s(rho))
-        # Σ_{p>P} a_p|ρ|^p ≤ tail·|ρ|^{P+1}; the lowered coefficients add ≤ 2r; 1e-12 rounding
-        allowed = s.tail * np.abs(rho) ** (P + 1) + 2 * s.relative_error + 1e-12
+        # Σ_{p>P} a_p|ρ|^p ≤ tail·|ρ|^{P+1}; the lower bounds ǎ_p add ≤ spread; 1e-12 rounding
+        allowed = s.tail * np.abs(rho) ** (P + 1) + s.spread + 1e-12
         ratio = float(np.max(err / allowed))
         worst = max(worst, ratio)
         negatives += int(np.sum(s.coefficients < 0))
@@ -46,8 +46,9 @@ def check_power_series(formulas=Formulas(), fast=True, outdir=None, data_dir=Non
                   f"max error / allowance {worst:.3g}; tails "
                   + ", ".join(f"{k}: {v['tail']:.3g}" for k, v in rows.items())),
         error=worst, tolerance=1.0,
-        why=("error is the largest ratio of |Θ̃ − Σ ǎ_p ρ^p| to its allowance tail·|ρ|^{P+1} + 2r + "
-             "1e-12 (r: the coefficients' stated rounding bound, 1e-12: the kernel's rounding), "
+        why=("error is the largest ratio of |Θ̃ − Σ ǎ_p ρ^p| to its allowance tail·|ρ|^{P+1} + "
+             "spread + 1e-12 (spread: Σ_p of the certified coefficient enclosures' widths, 1e-12: "
+             "the kernel's rounding), "
              "which must be ≤ 1 at every ρ: at |ρ| ≤ 0.9 the allowance is ~1e-12, so 1% wrong "
              "coefficients (an error ~5e-3 at ρ = 0.5) fail by 1e9, and at ρ = 1 the error is the "
              "tail itself, so a tail 1% too small fails too. Coefficients must be ≥ 0 "

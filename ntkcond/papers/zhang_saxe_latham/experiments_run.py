@@ -8,6 +8,7 @@ over, and an earlier run is never replaced without one of them."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from ..._core.io import atomic_savefig, atomic_write
@@ -110,6 +111,8 @@ def _floats(text: str | None, name: str) -> list[float] | None:
         raise ValueError(f"{name}: expected comma-separated numbers, got {text!r}") from None
     if not values:
         raise ValueError(f"{name}: expected at least one number, got {text!r}")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{name}: expected finite numbers, got {text!r}")
     return values
 
 
