@@ -131,7 +131,8 @@ error("series order 1e9", lambda: _series(3, order=10**9), r"ntk_power_series: e
 error("series depth -3", lambda: _series(-3, order=3), r"ntk_power_series: expected depth >= 0")
 error("series depth 'ten'", lambda: _series("ten", order=3), r"ntk_power_series: expected an integer depth")
 error("series depth True", lambda: _series(True, order=3), r"ntk_power_series: expected an integer depth")
-error("series erf", lambda: _series(2, "erf", order=3), r"ntk_power_series: expected an activation of the leaky")
+error("series erf", lambda: _series(2, "erf", order=3),
+      r"ntk_power_series: activation 'erf' is not homogeneous; this route covers the leaky", plain=True)
 error("series slope 2", lambda: _series(2, 2.0, order=3), r"ntk_power_series: activation: expected a leaky",
       plain=True)
 error("series trainable 'middle'", lambda: _series(2, order=3, trainable="middle"),
@@ -183,7 +184,8 @@ error("bounds depth 1e6", lambda: _bounds(_x(), depth=10**6), r"condition_number
 error("bounds order too costly", lambda: _bounds(_x(), depth=10**4, order=2000),
       r"condition_number_bounds: expected depth·\(order")
 error("bounds erf", lambda: _bounds(_x(), depth=2, activation="erf"),
-      r"condition_number_bounds: expected an activation of the leaky")
+      r"condition_number_bounds: activation 'erf' is not homogeneous; this route covers the leaky",
+      plain=True)
 error("bounds one row", lambda: _bounds(_x()[:1], depth=2), r"condition_number_bounds: expected n >= 2 rows")
 error("bounds NaN row", lambda: _bounds(np.where(np.arange(5)[:, None] == 3, np.nan, _x()), depth=2),
       r"condition_number_bounds: expected finite x, got NaN")
@@ -585,16 +587,21 @@ script_error("activation-study --finite-activations erf not in --activations", "
              G + ["--activations", "relu", "--finite-activations", "erf"],
              r"expected --finite-activations among --activations")
 script_error("activation-study --b-stds -1", "activation_study", G + ["--b-stds", "-1"],
-             r"expected --b-stds as finite numbers >= 0")
+             r"expected each --b-stds value 0 or in \[1e-150, 1e\+150\] .* got -1.0")
 script_error("activation-study --b-stds nan", "activation_study", G + ["--b-stds", "nan"],
-             r"expected --b-stds as finite numbers >= 0")
+             r"expected each --b-stds value 0 or in \[1e-150, 1e\+150\] .* got nan")
+script_error("activation-study --b-stds 1e200 (a traceback)", "activation_study", G + ["--b-stds", "1e200"],
+             r"expected each --b-stds value 0 or in \[1e-150, 1e\+150\] .* got 1e\+200")
+script_error("activation-study --b-stds 0.1 0.1", "activation_study", G + ["--b-stds", "0.1", "0.1"],
+             r"expected each --b-stds value once")
 script_error("activation-study --out a file (said only 'File exists')", "activation_study", G,
              r"expected --out to be a directory, got the file", prepare=_a_file)
 script_error("cond-vs-depth --depths a", "cond_vs_depth", G + ["--depths", "a"], r"--depths: expected e.g.")
 script_error("cond-vs-depth --out a file", "cond_vs_depth", G + ["--batch", "8"],
              r"expected --out to be a directory", prepare=_a_file)
 script_error("cond-vs-depth erf without --w-std", "cond_vs_depth", G + ["--batch", "8", "--activations", "erf"],
-             r"expected w_std for the activation 'erf'")
+             r"--activations: activation 'erf' is not homogeneous, so there is no norm-preserving "
+             r"default; pass --w-std")
 script_error("cond-vs-batch --sizes 1", "cond_vs_batch", G + ["--sizes", "1"], r"--sizes: expected integers >= 2")
 script_error("train-vs-depth --target class:12", "train_vs_depth", G + ["--batch", "8", "--target", "class:12"],
              r"target 'class:12'")

@@ -210,9 +210,22 @@ def test_depths_beyond_the_cost_bound_are_refused_at_once():
 
 
 def test_non_leaky_activation_is_refused():
-    with pytest.raises(ValueError, match=r"ntk_power_series: expected an activation of the "
-                                         r"leaky-ReLU slope family .* got erf"):
+    with pytest.raises(ValueError, match=r"^ntk_power_series: activation 'erf' is not homogeneous"):
         ntk_power_series(2, "erf", order=3)
+
+
+def test_a_scaled_activation_has_the_series_of_its_angle_map():
+    """3·relu(z) and −relu(−z)·2 (``Affine`` of ReLU) have ReLU's normalised kernels: the same
+    certified enclosure (``parse_angle_activation``)."""
+    from ntkcond.activations import RELU
+    from ntkcond.activations.affine import Affine
+
+    relu = ntk_power_series(4, "relu", order=12)
+    for act in (Affine(RELU, out_scale=3.0), Affine(RELU, out_scale=-2.0, in_scale=-1.0)):
+        s = ntk_power_series(4, act, order=12)
+        assert s.activation == "relu"
+        assert np.array_equal(s.coefficients, relu.coefficients)
+        assert np.array_equal(s.upper_coefficients, relu.upper_coefficients)
 
 
 def test_abs_has_exact_zero_odd_coefficients_enclosed():

@@ -438,7 +438,7 @@ def test_float32_symmetry_tolerance_is_the_documented_one():
     old 1e4·eps₃₂ = 1.2e-3); now refused, while 32 ulps of float32 still pass."""
     from ntkcond.spectrum._kernel_checks import symmetry_tolerance
 
-    assert symmetry_tolerance(float(np.finfo(np.float32).eps)) == pytest.approx(7.63e-6, rel=1e-2)
+    assert symmetry_tolerance(float(np.finfo(np.float32).eps)) == pytest.approx(7.63e-6, rel=1e-2, abs=0)
     K = np.array([[2.0, 1.0], [1.0, 2.0]])
     K32 = K.astype(np.float32)
     K32[0, 1] += np.float32(32 * np.finfo(np.float32).eps * 2.0)  # 32 ulps of max|K|: rounding
