@@ -25,6 +25,7 @@ from .activations import (
 from .finite import (
     MLP as MLP,
     MonteCarloNTK as MonteCarloNTK,
+    NTKTracker as NTKTracker,
     StaxNet as StaxNet,
     empirical_ntk as empirical_ntk,
     empirical_ntk_features as empirical_ntk_features,
@@ -59,7 +60,6 @@ from .scale import (
     data_separation as data_separation,
     lambda_min_lower_bound as lambda_min_lower_bound,
     MatrixFreeConditioning as MatrixFreeConditioning,
-    SmallestAngle as SmallestAngle,
     StreamingAngles as StreamingAngles,
     blockwise_ntk as blockwise_ntk,
     device_mesh as device_mesh,
@@ -119,6 +119,8 @@ __all__ = [
     "from_flax",
     "from_nnx",
     "from_equinox",
+    # the NTK over training (snapshots: ntkcond.finite.NTKSnapshot)
+    "NTKTracker",
     # optimisation: from κ to steps (linearised gradient descent, exact)
     "ntk_gd_loss",
     "steps_to_loss",
@@ -131,7 +133,6 @@ __all__ = [
     "streaming_smallest_angles",
     "streaming_smallest_kernel_angle",
     "StreamingAngles",
-    "SmallestAngle",
     "device_mesh",
     # certified bounds (power series, Gershgorin, Prop 4.1) in GEMM time
     "condition_number_bounds",

@@ -67,6 +67,9 @@ COMMANDS = (
     Command("activation-study", "ntkcond.runs.activation_study",
             "κ_eff and gradient angles against depth for several activations, with and without "
             "biases"),
+    Command("train-track", "ntkcond.runs.train_track",
+            "train a net with optax and track its NTK: κ_eff, kernel distance, alignment, "
+            "effective rank"),
     Command("biasfree-dynamics", "ntkcond.papers.zhang_saxe_latham.experiments_run",
             "bias-free ReLU nets as linear nets (Zhang, Saxe & Latham, arXiv 2406.12615)"),
 )

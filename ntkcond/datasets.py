@@ -99,6 +99,18 @@ class Dataset:
     image_shape: tuple
     preprocessing: dict
 
+    @property
+    def images(self) -> np.ndarray:
+        """x as NHWC images (n, H, W, C) for convolutional nets (C = 1 for grey images), a
+        view of ``x``; ValueError for data that are not images (``gaussian``, 1-D shapes)."""
+        shape = tuple(self.image_shape)
+        if len(shape) == 2:
+            shape = shape + (1,)
+        if len(shape) != 3 or int(np.prod(shape)) != self.x.shape[1]:
+            raise ValueError(f"Dataset.images: expected image data (H, W) or (H, W, C), got "
+                             f"{self.name!r} with example shape {tuple(self.image_shape)}")
+        return self.x.reshape((len(self.x),) + shape)
+
 
 def _as_stats(value, name: str, where: str):
     """``mean``/``std`` as a 1-D float64 array of finite values (None passes through)."""

@@ -132,7 +132,7 @@ def test_every_script_follows_the_cli_convention(name, capsys):
     text = capsys.readouterr().out
     assert "--out" in text and "--overwrite" in text and "--no-progress" in text
     assert "(default: runs" in text  # defaults shown
-    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth"):
+    if name in ("cond_vs_depth", "cond_vs_batch", "min_angle", "train_vs_depth", "train_track"):
         assert "--resume" in text and "--dataset" in text and "--depths" in text
     with pytest.raises(SystemExit) as exit_:
         script.main((["all"] if name == "biasfree_dynamics" else []) + ["--no-such-flag"])
@@ -260,7 +260,8 @@ def test_test_modules_mirror_the_package():
     files = sorted(glob.glob(os.path.join(tests, "test_*.py")))
     assert unmirrored_tests(files, _modules().values(), _packages()) == []
     others = {f for f in os.listdir(tests) if f.endswith(".py") and not f.startswith("test_")}
-    assert others <= {"conftest.py", "_reference.py", "_family_reference.py"}, others  # fixtures, references
+    assert others <= {"conftest.py", "_reference.py", "_family_reference.py",
+                      "_conv_reference.py"}, others  # fixtures, references
     assert unmirrored_tests(["t/test_largescale.py", "t/test_spectrum.py", "t/test_lobpcg.py"],
                             ["a/scale/_lobpcg.py"], ["a/spectrum"]) == ["test_largescale"]
 

@@ -101,3 +101,16 @@ def test_bench_distributed_rows_for_one_two_or_both_process_counts():
     for bad in (["--counts", "3"], ["--repeats", "0"]):
         with pytest.raises(SystemExit):
             bench.main(bad)
+
+
+def test_bench_tracker_writes_both_tables(tmp_path):
+    """``bench_tracker.py`` at toy sizes: both tables, and the tracker and the jacrev loop agree
+    on κ_eff (the same kernel: printed to 6 digits, equal)."""
+    out = tmp_path / "tracker.md"
+    assert load_benchmark("bench_tracker").main(["--rounds", "1", "--depths", "1", "--snapshots", "3",
+                                                  "--n1", "8", "--n2", "16", "--out", str(out)]) == 0
+    text = out.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| 1 | 200,960 |"))
+    tracker, user = row.split(" | ")[6].split(" / ")
+    assert tracker == user
+    assert "| 3 | **" in text and "3 snapshots: width 512, 3 hidden layers" in text

@@ -136,6 +136,46 @@ def test_script_overlays_finite_and_infinite_widths(tmp_path, capsys):
     assert re.search(r"^ *64 +2 ", table, re.M) and re.search(r"^ *inf +2 ", table, re.M)
 
 
+def test_convolutional_nets_from_flags(tmp_path, capsys):
+    """--arch cnn: the nets of ``ntkcond.network.CNNFamily`` on the images (digits, 8 × 8 × 1),
+    at infinite width and a finite width (channels), recorded in config.json and every
+    record; each infinite-width κ_eff is that of the stax stack's kernel on the same batch."""
+    from ntkcond import stax
+
+    out = str(tmp_path / "run")
+    rc = load_script("cond_vs_depth").main([
+        "--dataset", "digits", "--batch", "16", "--max-batches", "1", "--depths", "0,2",
+        "--arch", "cnn", "--readout", "gap", "--filter", "3", "--width", "inf", "8",
+        "--seeds", "1", "--out", out, "--no-progress"])
+    assert rc == 0
+    config = json.load(open(os.path.join(out, "config.json")))
+    assert (config["arch"], config["readout"], config["filter"]) == ("cnn", "gap", 3)
+    with open(os.path.join(out, "records.jsonl")) as fh:
+        recs = [json.loads(line) for line in fh]
+    assert len(recs) == 8 and all(r["arch"] == "cnn" and r["readout"] == "gap" for r in recs)
+    ds = datasets.load("digits")
+    idx = datasets.batches(ds, 16, seed=0, max_batches=1)[0]
+    rec = next(r for r in recs if r["width"] == "inf" and r["depth"] == 2
+               and r["activation"] == "relu")
+    net = stax.serial(*[stax.Conv(8, (3, 3), padding="SAME", W_std=np.sqrt(2)), stax.Relu()] * 2,
+                      stax.GlobalAvgPool(), stax.Dense(1))
+    K = net.kernel_fn(ds.images[idx], None, "ntk")
+    assert abs(ntkcond.effective_condition_number(K) / rec["kappa_eff"] - 1) <= 1e-10
+    assert "arch = cnn, readout = gap, filter = 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--readout", "gap"], "--readout: applies to --arch cnn"),
+    (["--arch", "cnn", "--residual", "0.5"], "--residual: residual blocks are fully-connected"),
+    (["--arch", "cnn", "--dataset", "gaussian", "--n", "8", "--dim", "4"],
+     "expected image data"),
+])
+def test_convolutional_flags_refused_where_they_do_not_apply(argv, message, capsys, tmp_path):
+    rc = load_script("cond_vs_depth").main(argv + ["--no-progress", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and message in err[0], err
+
+
 def test_script_rejects_bad_width():
     with pytest.raises(SystemExit):
         load_script("cond_vs_depth").main(["--width", "0", "--no-progress"])

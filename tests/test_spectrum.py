@@ -451,3 +451,17 @@ def test_float32_symmetry_tolerance_is_the_documented_one():
                                          r"\|K\[0,1\] - K\[1,0\]\| = 0.001 \(> 7.6e-06\*max\|K\|"):
         conditioning(K32)
     assert conditioning((K32 + K32.T) / 2).rank == 2  # the fix the message names
+
+
+def test_effective_rank_of_a_spectrum():
+    import math
+
+    from ntkcond.spectrum import effective_rank
+
+    assert effective_rank([2.0, 2.0, 2.0, 2.0]) == pytest.approx(4.0, rel=1e-15, abs=0)
+    assert effective_rank([0.0, -1e-18, 5.0]) == 1.0  # zeros and rounding below zero left out
+    p = np.array([1.0, 1.0, 2.0]) / 4  # exp of the entropy, written out
+    assert effective_rank([1.0, 1.0, 2.0]) == pytest.approx(math.exp(-np.sum(p * np.log(p))), rel=1e-15, abs=0)
+    assert effective_rank(np.array([1.0, 1.0, 2.0]) * 1e-300) == pytest.approx(effective_rank([1, 1, 2]), rel=1e-14)
+    with pytest.raises(ValueError, match="effective_rank: expected at least one positive value"):
+        effective_rank([0.0, -1.0])

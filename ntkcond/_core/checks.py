@@ -104,6 +104,26 @@ def as_data(x, where: str, name: str) -> np.ndarray:
     return arr
 
 
+def as_images(x, where: str, name: str) -> np.ndarray:
+    """A float64 batch of NHWC images (n, H, W, C), n, H, W, C ≥ 1, real and finite;
+    TypeError/ValueError naming ``where`` and ``name`` otherwise."""
+    if not (hasattr(x, "__array__") or isinstance(x, (list, tuple))):
+        raise TypeError(f"{where}: expected {name} as an (n, H, W, C) array, got "
+                        f"{type(x).__name__}")
+    arr = np.asarray(x)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating)
+                                   or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{where}: expected {name} with a real dtype, got {arr.dtype}")
+    if arr.ndim != 4 or 0 in arr.shape:
+        raise ValueError(f"{where}: expected {name} of shape (n, H, W, C) (NHWC images), got "
+                         f"shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        i = int(np.argmax(~np.all(np.isfinite(arr.reshape(len(arr), -1)), axis=1)))
+        raise ValueError(f"{where}: expected finite {name}, got NaN or Inf in image {i}")
+    return arr
+
+
 def as_pair(x1, x2, where: str):
     x1 = as_data(x1, where, "x1")
     x2 = x1 if x2 is None else as_data(x2, where, "x2")

@@ -6,6 +6,8 @@ terms, features for streaming, and Monte Carlo over random nets.
 ``generic``: the NTK of any JAX model by parameter groups, and neural-tangents stax networks.
 ``adapters``: Flax (linen, NNX) and Equinox models as ``apply_fn(params, x)`` and their trainable
 params, for ``empirical_ntk_fn`` (flax/equinox imported only when an adapter is called).
+``tracker``: the NTK over training (``NTKTracker``, ``NTKSnapshot``): κ_eff, kernel distance,
+alignment and effective rank of any of these models, snapshot by snapshot.
 Empirical kernels compute in the dtype of their inputs and params (float64 whenever one of them
 is float64, with or without jax's x64 mode); use float64 for conditioning. NaN/Inf, complex
 inputs and overflow raise instead of returning a NaN, truncated or infinite kernel.
@@ -25,3 +27,4 @@ from .empirical import (
 )
 from .generic import StaxNet as StaxNet, empirical_ntk_fn as empirical_ntk_fn, from_stax as from_stax
 from .models import MLP as MLP, mlp as mlp
+from .tracker import NTKSnapshot as NTKSnapshot, NTKTracker as NTKTracker

@@ -34,11 +34,12 @@ import numpy as np
 
 from ..activations._bivariate import angle_terms
 from ..network import KernelRangeError, MLPFamily, PairState, homogeneous_chain
-from ..network.layers import gain_product
+from ..network.layers import Serial, gain_product
+from .images import STATE_ARRAYS, diagonal_state, full_state, image_pair
 from .recursion import ChainPlan, PairGeometry, angle_from, recursion
 
-__all__ = ["Evaluated", "chain_plan", "evaluate", "sweep", "input_state", "angle_terms_of",
-           "KernelRangeError"]
+__all__ = ["Evaluated", "chain_plan", "evaluate", "evaluate_images", "sweep", "sweep_images",
+           "input_state", "angle_terms_of", "KernelRangeError"]
 
 
 def chain_plan(family: MLPFamily, top: int, layers) -> ChainPlan | None:
@@ -176,20 +177,199 @@ def evaluate(network, geometry: PairGeometry, *, nngp: bool = True, ntk: bool = 
                                        "1.8e308)")
         return Evaluated(N, K, R, Z)
     unit = network.homogeneous
-    act_gaps = any(layer.act.gaps_for_kernels for layer in _nonlinearities(network))
-    state = network.kernel(input_state(geometry, unit=unit, gaps=act_gaps, angles=angles))
+    state = network.kernel(input_state(geometry, unit=unit, gaps=_needs_gaps(network),
+                                       angles=angles))
     scale = geometry.scale() if unit and not _is_unit(geometry) else None
+    return _outputs(state, np.shape(geometry.angle), nngp, ntk, angles, where, scale)
+
+
+def _needs_gaps(network) -> bool:
+    """Some activation of the net needs exact gaps for its kernels alone."""
+    return any(layer.act.gaps_for_kernels for layer in _nonlinearities(network))
+
+
+def _outputs(state, shape, nngp, ntk, angles, where, scale=None) -> Evaluated:
+    """The true kernels (range-checked) and angle terms of a network's output state."""
     out = {}
     for which, wanted in (("nngp", nngp), ("ntk", ntk)):
         if wanted:
             label = f"{where}: the {which.upper()}"
             _check_diagonal(state, which, label, scale)
-            out[which] = np.broadcast_to(_true(state, which, label, scale),
-                                         np.shape(geometry.angle)).copy()
+            out[which] = np.broadcast_to(_true(state, which, label, scale), shape).copy()
     R = Z = None
     if angles:
-        R, Z = (np.broadcast_to(a, np.shape(geometry.angle)) for a in angle_terms_of(state))
+        R, Z = (np.broadcast_to(a, shape) for a in angle_terms_of(state))
     return Evaluated(out.get("nngp"), out.get("ntk"), R, Z)
+
+
+def evaluate_images(network, x1, x2=None, *, nngp: bool = True, ntk: bool = True,
+                    angles: bool = False, where: str = "the kernel",
+                    memory_limit=None) -> Evaluated:
+    """The kernels of a convolutional net on NHWC images (n1, H, W, C) and (n2, H, W, C):
+    ``ntkcond.infinite.images``' input state, per pixel where the net's read-out needs only
+    the spatial diagonal (``Flatten``), per pixel pair where it pools (``needs_pixel_pairs``:
+    then by blocks of image pairs that fit in memory, each block with its images'
+    self-covariances; x2 None: the blocks of one triangle, mirrored).
+
+    Raises:
+      ValueError: images that are not (n, H, W, C) alike, a net without a read-out (its
+        output still has pixels), a filter larger than a VALID image;
+      InsufficientMemoryError: not even one image pair's pixel-pair state fits.
+    """
+    x1, x2 = image_pair(x1, x2, where)
+    return _evaluate_images(network, x1, x2, nngp, ntk, angles, where, memory_limit)
+
+
+def _evaluate_images(network, x1, x2, nngp, ntk, angles, where, memory_limit):
+    """``evaluate_images`` on checked images."""
+    fast = _conv_chain_route(network, x1, x2, nngp, ntk, angles, where, memory_limit)
+    if fast is not None:
+        return fast[0]
+    gaps = _needs_gaps(network)
+    if not network.needs_pixel_pairs:
+        state = network.kernel(diagonal_state(x1, x2, angles=angles, gaps=gaps))
+        return _outputs(_readout_checked(state, where), (len(x1), len(x1 if x2 is None else x2)),
+                        nngp, ntk, angles, where)
+    n1, n2 = len(x1), len(x1 if x2 is None else x2)
+    block = _pair_block(x1.shape, max(n1, n2), where, memory_limit)
+    out = {k: np.empty((n1, n2)) for k, w in (("nngp", nngp), ("ntk", ntk), ("R", angles),
+                                              ("Z", angles)) if w}
+    for r0 in range(0, n1, block):
+        for c0 in range(r0 if x2 is None else 0, n2, block):
+            a = x1[r0:r0 + block]
+            same = x2 is None and c0 == r0
+            b = None if same else (x1 if x2 is None else x2)[c0:c0 + block]
+            state = network.kernel(full_state(a, b, angles=angles, where=where,
+                                              memory_limit=memory_limit))
+            part = _outputs(_readout_checked(state, where),
+                            (len(a), len(a) if b is None else len(b)), nngp, ntk, angles, where)
+            values = {"nngp": part.nngp, "ntk": part.ntk, "R": part.R, "Z": part.Z}
+            for key in out:
+                value = values[key]
+                out[key][r0:r0 + len(a), c0:c0 + value.shape[1]] = value
+                if x2 is None and not same:  # K(x′, x) = K(x, x′)
+                    out[key][c0:c0 + value.shape[1], r0:r0 + len(a)] = value.T
+    return Evaluated(out.get("nngp"), out.get("ntk"), out.get("R"), out.get("Z"))
+
+
+def sweep_images(x, family, depths, *, nngp: bool = False, angles: bool = True,
+                 where: str = "the sweep"):
+    """(L, ``Evaluated`` of ``family.network(L)`` on images x (n, H, W, C), x2 = x) for the
+    depths (ascending, checked): one pass of the compiled route over the deepest net's chain
+    with the read-out taken after every depth's last activation (stage 2L: each depth's
+    kernel is its own net's, as ``evaluate_images`` computes it), else (nets it does not take)
+    ``evaluate_images`` per depth."""
+    x, _ = image_pair(x, None, where)
+    top = family.network(max(depths))
+    out = _conv_chain_route(top, x, None, nngp, True, angles, where,
+                            stages=[2 * L for L in depths])
+    if out is not None:
+        yield from zip(depths, out)
+        return
+    for L in depths:
+        yield L, _evaluate_images(family.network(L), x, None, nngp, True, angles, where, None)
+
+
+#: Bytes of read-out sums one block of rows of the compiled route may hold (the rows of a
+#: block × every column × stages × 4 float64).
+CHAIN_BLOCK_BYTES = 1 << 28
+
+
+def _conv_chain_route(network, x1, x2, nngp, ntk, angles, where, memory_limit=None,
+                      stages=None):
+    """The compiled route (``ntkcond.infinite.conv_chain``) where it takes the net and its
+    per-image diagonals stay in range, else None: one ``Evaluated`` per stage of ``stages``
+    (default: the chain's end; the net after the read-out the same at every stage), built by
+    blocks of rows (``CHAIN_BLOCK_BYTES`` of read-out sums at a time); x2 None: the pairs
+    j ≥ i of each block, the kernel mirrored from its upper triangle (exactly symmetric)."""
+    from .conv_chain import ConvChain  # numba: compiled on first use
+
+    plan = ConvChain.of(network, x1.shape[1:3])
+    if plan is None:
+        return None
+    d1 = plan.diagonals(x1)
+    d2 = d1 if x2 is None else plan.diagonals(x2)
+    if not plan.in_range(*d1, *d2):
+        return None
+    if plan.pools:
+        _check_pair_buffers(plan, x1.shape, where, memory_limit)
+    y = x1 if x2 is None else x2
+    n1, n2 = len(x1), len(y)
+    stages = (plan.stages - 1,) if stages is None else tuple(stages)
+    selves1 = plan.selves(x1, d1, angles=angles, stages=stages)
+    selves2 = selves1 if x2 is None else plan.selves(x2, d2, angles=angles, stages=stages)
+    wanted = [k for k, w in (("nngp", nngp), ("ntk", ntk), ("R", angles), ("Z", angles)) if w]
+    out = [{k: np.empty((n1, n2)) for k in wanted} for _ in stages]
+    rest = Serial(plan.rest)
+    rows = max(1, min(n1, CHAIN_BLOCK_BYTES // (32 * n2 * len(stages))))
+    for r0 in range(0, n1, rows):
+        r1 = min(n1, r0 + rows)
+        c0 = r0 if x2 is None else 0  # x2 None: columns from the block's first row
+        if x2 is None and r1 - r0 == n1:
+            sums = plan.tile(x1, x1, d1, d1, upper=True, angles=angles, stages=stages)
+        else:
+            sums = plan.tile(x1[r0:r1], y[c0:], _rows_of(d1, r0, r1), _rows_of(d2, c0, n2),
+                             upper=False, angles=angles, stages=stages)
+        for k in range(len(stages)):
+            state = rest.kernel(plan.readout_state(sums[:, :, k], selves1[r0:r1, k],
+                                                   selves2[c0:, k], angles=angles).rescaled())
+            part = _outputs(_readout_checked(state, where), (r1 - r0, n2 - c0), nngp, ntk,
+                            angles, where)
+            for key in wanted:
+                out[k][key][r0:r1, c0:] = getattr(part, key)
+    if x2 is None:  # K(x′, x) = K(x, x′): the lower triangle from the upper
+        lower = np.tril_indices(n1, -1)
+        for part in out:
+            for key in wanted:
+                part[key][lower] = part[key].T[lower]
+    return [Evaluated(*(part.get(k) for k in ("nngp", "ntk", "R", "Z"))) for part in out]
+
+
+def _rows_of(diag, r0, r1):
+    """The ``ConvChain.diagonals`` of images r0 … r1 − 1."""
+    return diag[0][r0:r1], diag[1][r0:r1]
+
+
+def _check_pair_buffers(plan, shape, where, memory_limit):
+    """The full mode's per-thread buffers (8 pixel-pair arrays, the padded and the partly
+    summed ones) fit, else ``InsufficientMemoryError`` naming the way out."""
+    from numba import get_num_threads
+
+    from .._core.memory import check_memory
+
+    P = shape[1] * shape[2]
+    per_thread = 8 * (10 * P * P + 2 * (shape[1] + 4) ** 2 * (shape[2] + 4) ** 2)
+    check_memory(per_thread * get_num_threads(),
+                 f"the pixel-pair buffers of {get_num_threads()} thread(s) for {shape[1]} x "
+                 f"{shape[2]} images", memory_limit, where,
+                 alternative="use smaller images (e.g. average-pooled), fewer threads "
+                 "(NUMBA_NUM_THREADS), or a Flatten read-out, which needs only the spatial "
+                 "diagonal")
+
+
+def _readout_checked(state, where):
+    if not isinstance(state, PairState) or np.ndim(state.c) != 2:
+        raise ValueError(f"{where}: expected a read-out (stax.Flatten() or stax.GlobalAvgPool()) "
+                         "before the output, got a net whose output still has pixels")
+    return state
+
+
+def _pair_block(shape, n: int, where: str, memory_limit=None) -> int:
+    """Images per side of a block of image pairs whose pixel-pair state fits in memory."""
+    from .._core.memory import available_memory, check_memory
+
+    P = shape[1] * shape[2]
+    per = 8 * STATE_ARRAYS * P * P  # bytes per image pair (and per self pair)
+    budget = (available_memory() if memory_limit is None else memory_limit) // 2
+    b = n
+    while b > 1 and (b * b + 2 * b) * per > budget:
+        b = (b + 1) // 2
+    check_memory((b * b + 2 * b) * per, f"the pixel-pair kernel state of one pair of "
+                 f"{shape[1]} x {shape[2]} images ({STATE_ARRAYS} float64 arrays of 3 x {P}² "
+                 "entries)", memory_limit, where,
+                 alternative="use smaller images (e.g. average-pooled), or a Flatten read-out, "
+                 "which needs only the spatial diagonal")
+    return b
 
 
 def _nonlinearities(layer):

@@ -40,9 +40,10 @@ from typing import Iterator
 import numpy as np
 
 from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
-from ..network import KernelRangeError, MLPFamily, resolve_mlp
+from ..network import CNNFamily, KernelRangeError, MLPFamily, resolve_mlp
 from ..spectrum import argmin_upper
-from .engine import evaluate, sweep
+from .engine import evaluate, sweep, sweep_images
+from .images import image_pair
 from .extremes import extreme_pairs, smallest_from_extremes
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
 
@@ -55,6 +56,7 @@ __all__ = [
     "DepthKernel",
     "depth_sweep",
     "sweep_geometry",
+    "sweep_images_of",
 ]
 
 _SCALE_FREE = ("angles and condition numbers are scale-invariant: gradient_angles, "
@@ -333,3 +335,29 @@ def _sweep(geometry, family: MLPFamily, depths, layers, where) -> Iterator[Depth
             phi = geometry.angle.copy() if plain else 2.0 * np.arctan2(np.sqrt(R), np.sqrt(Z))
             np.fill_diagonal(phi, 0.0)
             yield DepthKernel(depth=L, ntk=K, angles=phi)
+
+
+def sweep_images_of(x, family: CNNFamily, depths, trainable="all",
+                    where: str = "depth_sweep") -> Iterator[DepthKernel]:
+    """``depth_sweep`` of a convolutional net (``ntkcond.network.CNNFamily``) on NHWC images
+    x (n, H, W, C): the NTK and gradient angles at every depth, from one pass of the compiled
+    route where it applies (``ntkcond.infinite.engine.sweep_images``). Every layer trained
+    (``trainable`` "all" only). Arguments are checked when this is called."""
+    if not isinstance(family, CNNFamily):
+        raise TypeError(f"{where}: expected the net as a CNNFamily (ntkcond.network."
+                        f"resolve_cnn), got {type(family).__name__}")
+    depths, layers = sweep_layers(depths, trainable, where)
+    if layers is not None:
+        raise ValueError(f"{where}: convolutional nets train every layer, got trainable "
+                         f"{trainable!r}")
+    x, _ = image_pair(x, None, where)
+    items = sweep_images(x, family, depths, angles=True, where=where)
+    return _image_items(items, where)
+
+
+def _image_items(items, where):
+    with _range(where):
+        for L, out in items:
+            phi = 2.0 * np.arctan2(np.sqrt(out.R), np.sqrt(out.Z))
+            np.fill_diagonal(phi, 0.0)
+            yield DepthKernel(depth=L, ntk=out.ntk, angles=phi)

@@ -38,10 +38,12 @@ import numbers
 import numpy as np
 
 from ..activations import ActivationFunction
+from .spatial import SpatialState
 from .state import PairState
 
 __all__ = ["Layer", "Dense", "Nonlinearity", "Identity", "FanOut", "FanInSum", "Parallel",
            "Serial", "serial", "leaves", "HomogeneousChain", "homogeneous_chain", "gain_product",
+           "affine_kernel",
            "MAX_STD", "check_std"]
 
 #: Largest W_std, b_std accepted (and smallest nonzero): their squares must be normal floats.
@@ -72,6 +74,13 @@ def check_std(value, name: str, where: str, *, allow_none: bool, allow_zero: boo
 class Layer:
     """Base class of the layers (module docstring). Subclasses are frozen dataclasses."""
 
+    #: needs every pixel pair of images (pooling), not only the spatial diagonal
+    #: (``ntkcond.network.spatial``): a property stacks aggregate
+    needs_pixel_pairs = False
+
+    #: acts on images (a convolution, pooling or read-out): the net takes NHWC inputs
+    spatial = False
+
     #: positively homogeneous of degree 1 in its input (no biases, homogeneous activations)
     @property
     def homogeneous(self) -> bool:  # pragma: no cover - every layer says
@@ -96,6 +105,36 @@ class Layer:
 
     def apply(self, params, x):  # pragma: no cover
         raise NotImplementedError
+
+
+def affine_kernel(s: PairState, sw2: float, sb2: float, trainable: bool, pairs=None, row=None,
+                  col=None, gap=None) -> PairState:
+    """Eq. (1) for any linear weight layer: q′ = s_w²·f(q) + s_b², c′ = s_w²·f(c) + s_b²,
+    D′ = s_w²·f(D), Θ′ = [trainable]·Σ′ + s_w²·f(Θ), G′ = [trainable]·D′ + s_w²·f(G), with f the
+    layer's linear map on the pair arrays (``pairs``: c, D, C, G), the rows' variances
+    (``row``: q₁, A) and the columns' (``col``: q₂, B); the identity for ``Dense``, the filter
+    average for a convolution (``ntkcond.network.spatial`` eq. (1)); ``gap(arr, rows, cols)``
+    the map of a gap array given its sides' variances (default ``pairs``). s_b² enters in the
+    stored frame (2^−nngp_exp)."""
+    same = lambda a: a  # noqa: E731
+    fp, fr, fc = pairs or same, row or same, col or same
+    fg = gap or (lambda a, rows, cols: fp(a))
+    b = 0.0
+    if sb2:
+        with np.errstate(under="ignore"):
+            b = np.ldexp(sb2, -s.nngp_exp) if s.nngp_exp else sb2
+    q1, q2, c = sw2 * fr(s.q1) + b, sw2 * fc(s.q2) + b, sw2 * fp(s.c) + b
+    D = sw2 * fg(s.D, s.q1, s.q2)
+    out = s.replace(q1=q1, q2=q2, c=c, D=D, layer=s.layer + 1)
+    if s.A is not None:
+        shift = s.nngp_exp - s.ntk_exp
+        t = (lambda a: a if shift == 0 else np.ldexp(a, shift)) if trainable else None
+        A = sw2 * fr(s.A) + (t(q1) if t else 0.0)
+        B = sw2 * fc(s.B) + (t(q2) if t else 0.0)
+        C = sw2 * fp(s.C) + (t(c) if t else 0.0)
+        G = None if s.G is None else sw2 * fg(s.G, s.A, s.B) + (t(D) if t else 0.0)
+        out = out.replace(A=A, B=B, C=C, G=G)
+    return out.rescaled()
 
 
 def _highest():
@@ -170,28 +209,16 @@ class Dense(Layer):
     def homogeneous(self) -> bool:
         return not self.bias_variance
 
-    def variance(self, q, exp: int = 0):
-        """q′ = s_w²q + s_b², eq. (1) (in a frame scaled by 2^−exp: s_b² scaled alike)."""
-        sb2 = self.bias_variance or 0.0
-        if sb2 and exp:
-            with np.errstate(under="ignore"):
-                sb2 = np.ldexp(sb2, -exp)
-        return self.weight_variance * q + sb2
+    def variance(self, q):
+        """q′ = s_w²q + s_b², eq. (1): the diagonal alone (true units)."""
+        return self.weight_variance * q + (self.bias_variance or 0.0)
 
     def kernel(self, s: PairState) -> PairState:
-        sw2 = self.weight_variance
-        q1, q2, c = (self.variance(a, s.nngp_exp) for a in (s.q1, s.q2, s.c))
-        D = sw2 * s.D
-        out = s.replace(q1=q1, q2=q2, c=c, D=D, layer=s.layer + 1)
-        if s.A is not None:
-            shift = s.nngp_exp - s.ntk_exp
-            t = (lambda a: a if shift == 0 else np.ldexp(a, shift)) if self.trainable else None
-            A = sw2 * s.A + (t(q1) if t else 0.0)
-            B = sw2 * s.B + (t(q2) if t else 0.0)
-            C = sw2 * s.C + (t(c) if t else 0.0)
-            G = None if s.G is None else sw2 * s.G + (t(D) if t else 0.0)
-            out = out.replace(A=A, B=B, C=C, G=G)
-        return out.rescaled()
+        if not isinstance(s, PairState) or np.ndim(s.c) > 2:
+            raise ValueError("Dense: a read-out is missing before Dense: the state still has "
+                             "pixels; add stax.Flatten() or stax.GlobalAvgPool() after the "
+                             "convolutions")
+        return affine_kernel(s, self.weight_variance, self.bias_variance or 0.0, self.trainable)
 
     def output_shape(self, input_shape):
         if self.out_dim is None:
@@ -241,6 +268,8 @@ class Nonlinearity(Layer):
         return self.act.diagonal(q)[0]
 
     def kernel(self, s: PairState) -> PairState:
+        if isinstance(s, SpatialState):  # pixel by pixel, in every part
+            return s.map(self.kernel)
         act = self.act
         if not act.homogeneous:  # its duals depend on the absolute variance
             s = s.true_nngp(f"the NNGP entering activation {act.name!r} after layer {s.layer}")
@@ -321,6 +350,11 @@ class FanInSum(Layer):
 
     def kernel(self, states):
         states = _as_list(states, "FanInSum")
+        if isinstance(states[0], SpatialState):
+            return SpatialState(self.kernel([s.pairs for s in states]),
+                                self.kernel([s.self1 for s in states]),
+                                None if states[0].self2 is None else
+                                self.kernel([s.self2 for s in states]))
         fields = {}
         for names, exp in ((("q1", "q2", "c", "D"), "nngp_exp"), (("A", "B", "C", "G"), "ntk_exp")):
             if any(getattr(s, names[0]) is None for s in states):
@@ -379,6 +413,14 @@ class Parallel(Layer):
     def homogeneous(self) -> bool:
         return all(b.homogeneous for b in self.branches)
 
+    @property
+    def needs_pixel_pairs(self) -> bool:
+        return any(b.needs_pixel_pairs for b in self.branches)
+
+    @property
+    def spatial(self) -> bool:
+        return any(b.spatial for b in self.branches)
+
     def _pairs(self, xs, where):
         xs = _as_list(xs, where)
         if len(xs) != len(self.branches):
@@ -416,6 +458,14 @@ class Serial(Layer):
     @property
     def homogeneous(self) -> bool:
         return all(layer.homogeneous for layer in self.layers)
+
+    @property
+    def needs_pixel_pairs(self) -> bool:
+        return any(layer.needs_pixel_pairs for layer in self.layers)
+
+    @property
+    def spatial(self) -> bool:
+        return any(layer.spatial for layer in self.layers)
 
     def kernel(self, state):
         for layer in self.layers:

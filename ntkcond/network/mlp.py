@@ -33,14 +33,23 @@ from .layers import (MAX_STD, Dense, FanInSum, FanOut, Identity, Nonlinearity, P
                      check_std)
 from .state import PairState
 
-__all__ = ["MLPFamily", "resolve_mlp", "resolve_mlps", "NET_KEYS", "KEYWORDS", "FLAGS"]
+__all__ = ["NetFamily", "MLPFamily", "resolve_mlp", "resolve_mlps", "NET_KEYS", "KEYWORDS",
+           "FLAGS"]
 
-#: The keyword options of a family (in records and config.json only when set).
-NET_KEYS = ("w_std", "b_std", "residual")
+#: The options of a family (in records and config.json only when set): the fully-connected
+#: nets' and the convolutional ones' (``ntkcond.network.cnn``).
+NET_KEYS = ("w_std", "b_std", "residual", "arch", "readout", "filter")
+
+
+class NetFamily:
+    """A family of nets at every depth, one activation (``MLPFamily``, ``CNNFamily``): what
+    the sweeps take. ``takes_images``: its inputs are NHWC images, not rows."""
+
+    takes_images = False
 
 
 @dataclasses.dataclass(frozen=True)
-class MLPFamily:
+class MLPFamily(NetFamily):
     """The fully-connected nets of eq. (1) at every depth (module docstring). Build with
     ``resolve_mlp``.
 
@@ -233,7 +242,7 @@ def resolve_mlp(activation, w_std=None, b_std=None, residual=None, *, where: str
       TypeError: a value that is not a real number; ValueError: out of range, NaN or ±inf, or
         a non-homogeneous activation without w_std. Messages name ``where`` and the argument.
     """
-    if isinstance(activation, MLPFamily):
+    if isinstance(activation, NetFamily):
         if (w_std, b_std or None, residual) != (None, None, None):
             raise ValueError(f"{where}: expected either a net (MLPFamily, which carries its "
                              "options) or an activation with w_std/b_std/residual, got both")
@@ -260,12 +269,13 @@ def resolve_mlps(activations, w_std=None, b_std=None, residual=None, *, where: s
                  names: dict = KEYWORDS) -> list:
     """The nets of several activations with the same options: ``resolve_mlp`` of each
     spelling of ``parse_activations`` (one spelling is one activation; each once), or
-    ``MLPFamily`` objects as they are (already checked; then no options may be given)."""
-    if isinstance(activations, MLPFamily):
+    ``NetFamily`` objects (fully-connected or convolutional) as they are (already checked;
+    then no options may be given)."""
+    if isinstance(activations, NetFamily):
         activations = [activations]
     items = list(activations) if not isinstance(activations, (str, ActivationFunction)) \
         else [activations]
-    if items and all(isinstance(a, MLPFamily) for a in items):
+    if items and all(isinstance(a, NetFamily) for a in items):
         if (w_std, b_std or None, residual) != (None, None, None):
             raise ValueError(f"{where}: expected either nets (MLPFamily, which carry their "
                              "options) or activations with w_std/b_std/residual, got both")

@@ -185,8 +185,8 @@ def _std_type(nonzero: bool):
 def add_network_arguments(p: argparse.ArgumentParser, *, depths: str = "0-10",
                           activations=("relu", "linear"), trainable: bool = False) -> None:
     """The nets of a sweep, one flag group: --depths, --activations, --w-std, --b-std,
-    --residual (``ntkcond.network.mlp``; NTK parameterisation) and, with ``trainable``,
-    --trainable. The defaults are the norm-preserving bias-free nets of Liu & Hui, so a run
+    --residual (``ntkcond.network.mlp``; NTK parameterisation), --arch, --readout, --filter
+    (``ntkcond.network.cnn``) and, with ``trainable``, --trainable. The defaults are the norm-preserving bias-free nets of Liu & Hui, so a run
     without them is the run it always was. ``nets_from_args`` builds the nets."""
     from ..activations import activations_help
 
@@ -203,6 +203,16 @@ def add_network_arguments(p: argparse.ArgumentParser, *, depths: str = "0-10",
     g.add_argument("--residual", type=_std_type(True), default=None,
                    help="residual blocks z + beta*(layer) for layers 2..L with this beta "
                         "(default: a plain MLP)")
+    g.add_argument("--arch", default="mlp", choices=["mlp", "cnn"],
+                   help="fully-connected nets, or convolutional nets on the images (NHWC): "
+                        "L convolutions (k x k filters, stride 1, SAME padding) and "
+                        "activations, then --readout and a dense read-out; --width counts "
+                        "channels")
+    g.add_argument("--readout", default="flatten", choices=["flatten", "gap"],
+                   help="--arch cnn: flatten (the spatial diagonal; cheap) or global average "
+                        "pooling (every pixel pair)")
+    g.add_argument("--filter", type=positive_int, default=3,
+                   help="--arch cnn: filter size k (k x k)")
     if trainable:
         g.add_argument("--trainable", default="all", choices=["all", "first", "last"],
                        help="which weights are trained: all layers, W1 only, or the read-out only")
@@ -210,12 +220,35 @@ def add_network_arguments(p: argparse.ArgumentParser, *, depths: str = "0-10",
 
 def nets_from_args(args) -> list:
     """The nets of the flags of ``add_network_arguments``, built and checked once: one
-    ``ntkcond.network.MLPFamily`` per activation (``resolve_mlps``); errors name the flags."""
-    from ..network import resolve_mlps
+    ``ntkcond.network.MLPFamily`` per activation (``resolve_mlps``), or with ``--arch cnn``
+    one ``CNNFamily`` (``resolve_cnns``); errors name the flags. Flags of the other
+    architecture that are set are refused."""
+    from ..network import resolve_cnns, resolve_mlps
     from ..network.mlp import FLAGS
 
+    if args.arch == "cnn":
+        if args.residual is not None:
+            raise ValueError("--residual: residual blocks are fully-connected only, got "
+                             f"--residual {args.residual:g} with --arch cnn")
+        return resolve_cnns(args.activations, args.w_std, args.b_std, readout=args.readout,
+                            filter=args.filter, where="--activations", names=FLAGS)
+    given = [flag for flag, value, default in (("--readout", args.readout, "flatten"),
+                                                ("--filter", args.filter, 3))
+             if value != default]
+    if given:
+        raise ValueError(f"{given[0]}: applies to --arch cnn, got --arch mlp")
     return resolve_mlps(args.activations, args.w_std, args.b_std, args.residual,
                         where="--activations", names=FLAGS)
+
+
+def fully_connected_only(nets, command: str) -> list:
+    """``nets`` if they are fully-connected, else a ValueError naming --arch: the commands
+    whose measurements are written for rows (closed forms of linear nets, pair sweeps over
+    a data set, training) take ``--arch mlp`` only."""
+    if any(net.takes_images for net in nets):
+        raise ValueError(f"--arch: {command} takes fully-connected nets only (--arch mlp); "
+                         "cond-vs-depth takes convolutional ones, got --arch cnn")
+    return nets
 
 
 def parse_sizes(text: str) -> list[int]:

@@ -27,7 +27,7 @@ from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  load_data, nets_from_args, parse_depths, parse_sizes, run_main)
+                  fully_connected_only, load_data, nets_from_args, parse_depths, parse_sizes, run_main)
 from .depth import check_nonzero_rows, check_spectrum_fields
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
@@ -270,7 +270,7 @@ def build_parser(prog: str | None = None):
 
 
 def _run_command(args):
-    nets = nets_from_args(args)
+    nets = fully_connected_only(nets_from_args(args), 'cond-vs-batch')
     depths = parse_depths(args.depths)
     ds = load_data(args)
     sweep = cond_vs_batch(ds, out=args.out, sizes=None if args.sizes is None else parse_sizes(args.sizes),

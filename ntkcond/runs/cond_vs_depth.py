@@ -95,7 +95,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
       ds: the data set (``datasets.load``); batches of ``batch`` rows (``datasets.batches``
         with ``seed``, ``in_order`` = no shuffling, ``drop_last``, ``max_batches``).
       depths: depths L ≥ 0; activations: spellings accepted by ``parse_activation``, or the
-        nets themselves (``ntkcond.network.MLPFamily``, as ``resolve_mlps`` builds them).
+        nets themselves (``ntkcond.network.MLPFamily``, as ``resolve_mlps`` builds them, or
+        ``CNNFamily``, ``resolve_cnns``: convolutional nets on the images of ``ds``).
       widths: "inf" and/or finite widths m ≥ 1; finite widths use the nets of seeds
         0 … ``seeds`` − 1 (the same nets on every batch).
       trainable: "all", "first" or "last".
@@ -115,6 +116,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
                                                          where=where)}
     acts = list(parsed)
     opts = next(iter(parsed.values())).options()
+    # the batches as the nets take them: rows, or NHWC images for convolutional nets
+    data = ds.images if next(iter(parsed.values())).takes_images else ds.x
     widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,
@@ -156,10 +159,10 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str, batch: int = 512, depths=ra
             index = index_batches[b]
             meta = {"dataset": ds.name, "split": ds.split, "batch_index": b}
             if width == "inf":
-                return iter_infinite_batch(ds.x[index], index, depths=missing,
+                return iter_infinite_batch(data[index], index, depths=missing,
                                            nets=[parsed[a] for a in group_acts],
                                            trainable=trainable, meta=meta, on_spectrum=hook)
-            return iter_finite_batch(ds.x[index], index, depths=missing,
+            return iter_finite_batch(data[index], index, depths=missing,
                                      nets=[parsed[a] for a in group_acts], width=width,
                                      seeds=group_seeds, trainable=trainable, meta=meta,
                                      on_spectrum=hook, weights=weights)
@@ -262,8 +265,10 @@ def record_validator(config: dict, batch_sizes) -> callable:
 
 
 def net_title(opts: dict) -> str:
-    """', w_std = 1.5, b_std = 0.1, residual = 0.5' of the options set ('' for the default net)."""
-    return "".join(f", {k} = {v:g}" for k, v in opts.items())
+    """', w_std = 1.5, b_std = 0.1, residual = 0.5' of the options set ('' for the default net;
+    a convolutional net's: ', arch = cnn, readout = gap, filter = 3')."""
+    return "".join(f", {k} = {v:g}" if isinstance(v, float) else f", {k} = {v}"
+                   for k, v in opts.items())
 
 
 def grid_calls(todo) -> list[tuple]:

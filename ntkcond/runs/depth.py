@@ -28,8 +28,8 @@ from .._core.checks import as_count, resolve_trainable
 from .._core.threads import blas_threads, ordered_map
 from .._core.x64 import x64
 from ..infinite.geometry import pair_geometry
-from ..infinite.kernels import sweep_geometry
-from ..network import NET_KEYS, MLPFamily
+from ..infinite.kernels import sweep_geometry, sweep_images_of
+from ..network import NET_KEYS, MLPFamily, NetFamily
 from ..spectrum import (
     ScaledKernel,
     argmin_upper,
@@ -72,13 +72,17 @@ RECORD_KEYS = (
     "seconds",
 )
 
-def _nets(nets, where: str) -> list:
-    """The nets as the batch functions take them: ``MLPFamily`` objects (built and checked
-    once by the caller, ``ntkcond.network.resolve_mlps``), each once."""
+def _nets(nets, where: str, x=None) -> list:
+    """The nets as the batch functions take them: ``NetFamily`` objects (``MLPFamily``,
+    ``CNNFamily``; built and checked once by the caller, ``ntkcond.network.resolve_mlps``),
+    each once; convolutional nets need the batch as NHWC images (n, H, W, C)."""
     nets = list(nets)
-    if not nets or not all(isinstance(n, MLPFamily) for n in nets):
+    if not nets or not all(isinstance(n, NetFamily) for n in nets):
         raise TypeError(f"{where}: expected nets as a nonempty list of ntkcond.network.MLPFamily "
-                        f"(ntkcond.network.resolve_mlps), got {nets!r}")
+                        f"or CNNFamily (ntkcond.network.resolve_mlps), got {nets!r}")
+    if x is not None and any(n.takes_images for n in nets) and np.ndim(x) != 4:
+        raise ValueError(f"{where}: expected the batch as images (n, H, W, C) for a "
+                         f"convolutional net, got shape {np.shape(x)}")
     return nets
 
 
@@ -182,9 +186,11 @@ def iter_infinite_batch(x, index, *, depths, nets, trainable="all", meta=None,
     float64 ``eigvalsh`` per kernel.
 
     Args:
-      x: (n, d) float64 batch; index: (n,) data-set indices of its rows.
-      depths: iterable of depths; nets: the nets (``MLPFamily``, one per activation).
-      trainable: "all", "first" or "last".
+      x: (n, d) float64 batch, or (n, H, W, C) images for convolutional nets; index: (n,)
+        data-set indices of its rows.
+      depths: iterable of depths; nets: the nets (``MLPFamily`` or ``CNNFamily``, one per
+        activation).
+      trainable: "all", "first" or "last" ("all" for convolutional nets).
       meta: keys copied into every record (dataset, split, batch_index, ...).
       on_spectrum: called with the (n,) ascending eigenvalues of each kernel just before its
         record is yielded (``spectrum_record``); no extra eigendecomposition.
@@ -194,15 +200,18 @@ def iter_infinite_batch(x, index, *, depths, nets, trainable="all", meta=None,
     """
     where = "measure_infinite_batch"
     meta = dict(meta or {})
-    nets = _nets(nets, where)
     x = np.asarray(x, dtype=np.float64)
+    nets = _nets(nets, where, x)
     if x.shape[0] < 2:
         raise ValueError(f"measure_infinite_batch: expected a batch of n >= 2, got {x.shape}")
     start = time.perf_counter()
-    geometry = pair_geometry(x, None, where)  # shared by every depth and net
+    # shared by every depth and fully-connected net; the input angles of every net
+    geometry = pair_geometry(x.reshape(len(x), -1), None, where)
     min_input = math.degrees(argmin_upper(geometry.angle)[0])
     for net in nets:
-        for item in sweep_geometry(geometry, net, depths, trainable, where):
+        items = (sweep_images_of(x, net, depths, trainable, where) if net.takes_images
+                 else sweep_geometry(geometry, net, depths, trainable, where))
+        for item in items:
             rec = dict(meta)
             rec.update(
                 n=int(x.shape[0]),
@@ -275,19 +284,26 @@ def iter_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="a
     where = "measure_finite_batch"
     meta = dict(meta or {})
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError(f"measure_finite_batch: expected a batch of shape (n, d), n >= 2, got {x.shape}")
+    nets = _nets(nets, where, x)
+    images = nets[0].takes_images
+    if x.ndim != (4 if images else 2) or x.shape[0] < 2:
+        shape = "(n, H, W, C)" if images else "(n, d)"
+        raise ValueError(f"measure_finite_batch: expected a batch of shape {shape}, n >= 2, got "
+                         f"{x.shape}")
     seeds = [int(s) for s in seeds]
     depths = sorted(set(depths))
     for L in depths:  # checked here, not in BatchNTK.kernel on a worker thread
         resolve_trainable(trainable, L, where)
-    nets = _nets(nets, where)
+    if images and trainable != "all":
+        raise ValueError(f"{where}: convolutional nets train every layer, got trainable "
+                         f"{trainable!r}")
+    flat = x.reshape(len(x), -1)
     # input_angles(x), its messages naming this function
-    min_input = math.degrees(argmin_upper(pair_geometry(x, None, where, arrays=7).angle)[0])
+    min_input = math.degrees(argmin_upper(pair_geometry(flat, None, where, arrays=7).angle)[0])
     weights = NetWeights() if weights is None else weights
     workers = (blas_threads() if workers is None
                else as_count(workers, "workers", "measure_finite_batch"))
-    batch = BatchNTK(x)
+    batch = None if images else BatchNTK(x)
     general = {}  # (seed, depth, width) -> weights of the nets with options (GeneralMLP)
 
     def task(family, seed, depth):
@@ -295,7 +311,11 @@ def iter_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="a
             start = time.perf_counter()
             net = finite_net(family, depth, width)
             opts = family.options()
-            if isinstance(net, GeneralMLP):  # weights and biases drawn once per (seed, depth)
+            if family.takes_images:  # the CNN's layer stack: weights from the seed's key
+                import jax
+
+                params = net.init(jax.random.PRNGKey(seed), x.shape)[1]
+            elif isinstance(net, GeneralMLP):  # weights and biases drawn once per (seed, depth)
                 key = (seed, depth, width)
                 if key not in general:
                     import jax
@@ -309,7 +329,8 @@ def iter_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="a
 
             def work():
                 start = time.perf_counter()
-                K, kernel = _finite_kernel(batch, net, params, trainable, where)
+                K, kernel = (_cnn_kernel(x, net, params, where) if family.takes_images
+                             else _finite_kernel(batch, net, params, trainable, where))
                 _check_alive(K, index, family.act, width, seed, depth, meta)
                 rec = dict(meta)
                 rec.update(n=int(x.shape[0]), depth=depth, activation=family.act.name,
@@ -352,12 +373,30 @@ def _check_alive(K, index, act, width, seed, depth, meta) -> None:
             "inactive, so gradient angles and kappa_eff are undefined; use a larger --width")
 
 
-def finite_net(family: MLPFamily, depth: int, width: int):
+def finite_net(family: NetFamily, depth: int, width: int):
     """The finite net of ``family`` at ``depth`` and ``width``: ``ntkcond.mlp(depth, width,
-    activation, **family.options())``."""
+    activation, **family.options())``; for a ``CNNFamily`` its layer stack with ``width``
+    channels (``CNNFamily.network``: ``init``/``apply``)."""
     from ..finite.models import mlp
 
+    if family.takes_images:
+        return family.network(depth, width)
     return mlp(depth, width, family.act, **family.options())
+
+
+def _cnn_kernel(x, net, params, where) -> tuple[np.ndarray, ScaledKernel]:
+    """(K, its ``ScaledKernel``) of a finite convolutional net: the exact empirical NTK
+    (``ntkcond.empirical_ntk_fn`` of its ``apply``, float64), symmetrised once."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..finite.generic import empirical_ntk_fn
+
+    with x64():
+        params = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params)
+        K = np.asarray(empirical_ntk_fn(net.apply)(params, jnp.asarray(x, jnp.float64)),
+                       np.float64)
+    return K, scale_trusted(K, where, symmetrise=True)
 
 
 def _finite_kernel(batch, net, params, trainable, where) -> tuple[np.ndarray, ScaledKernel]:

@@ -22,7 +22,7 @@ from ..network import resolve_mlps
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  load_data, nets_from_args, parse_depths,
+                  fully_connected_only, load_data, nets_from_args, parse_depths,
                   run_main)
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
@@ -209,7 +209,7 @@ def build_parser(prog: str | None = None):
 def _run_command(args):
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: expected an integer >= 1, got {args.workers}")
-    nets = nets_from_args(args)
+    nets = fully_connected_only(nets_from_args(args), 'min-angle')
     depths = parse_depths(args.depths)
     ds = load_data(args)
     res = min_angle(ds, out=args.out, depths=depths, activations=nets,

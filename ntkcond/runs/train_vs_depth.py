@@ -63,7 +63,7 @@ from .._core.io import atomic_savefig
 from ..network import resolve_mlps
 from .gradient_descent import CHUNK, GDRun, train_to_loss
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  load_data, nets_from_args, parse_depths, parse_width, positive_float,
+                  fully_connected_only, load_data, nets_from_args, parse_depths, parse_width, positive_float,
                   positive_int, run_main)
 from .depth import check_spectrum_fields
 from .rundir import check_record_fields, data_fingerprint, open_run
@@ -380,7 +380,7 @@ def build_parser(prog: str | None = None):
 
 
 def _run_command(args):
-    nets = nets_from_args(args)
+    nets = fully_connected_only(nets_from_args(args), 'train-vs-depth')
     depths = parse_depths(args.depths)
     ds = load_data(args)
     sweep = train_vs_depth(ds, out=args.out, n=args.batch, depths=depths,

@@ -47,6 +47,7 @@ from .condition_numbers import conditioning as conditioning
 from .condition_numbers import conditioning_core as conditioning_core
 from .condition_numbers import conditioning_from_eigenvalues as conditioning_from_eigenvalues
 from .condition_numbers import effective_condition_number as effective_condition_number
+from .condition_numbers import effective_rank as effective_rank
 from .interlacing import lambda_min_upper_bound as lambda_min_upper_bound
 from .interlacing import lambda_min_upper_bound_core as lambda_min_upper_bound_core
 

@@ -1,6 +1,7 @@
 """κ and κ_eff of a kernel, eq. (1) of ``ntkcond.spectrum``: ``conditioning`` (the whole
 spectrum summary, ``Conditioning``), ``effective_condition_number`` and
-``conditioning_from_eigenvalues`` (for eigenvalues computed elsewhere)."""
+``conditioning_from_eigenvalues`` (for eigenvalues computed elsewhere); ``effective_rank`` of a
+spectrum (Roy & Vetterli 2007)."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,7 @@ from ._kernel_checks import (
 )
 
 __all__ = ["Conditioning", "conditioning", "conditioning_core", "conditioning_from_eigenvalues",
-           "effective_condition_number"]
+           "effective_condition_number", "effective_rank"]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -200,3 +201,16 @@ def effective_condition_number(K, *, rtol: float | None = None, atol: float | No
     See ``conditioning`` for the checks and the full spectrum summary.
     """
     return _checked_conditioning(K, rtol, atol, None, "effective_condition_number").kappa_eff
+
+
+def effective_rank(values) -> float:
+    """exp(−Σᵢ pᵢ log pᵢ), pᵢ = vᵢ / Σⱼ vⱼ over the positive values vᵢ (eigenvalues or singular
+    values; zeros and negatives are left out): the number of equal values of the same entropy,
+    1 for one positive value (Roy & Vetterli 2007, "The effective rank: a measure of effective
+    dimensionality", EUSIPCO). ValueError if no value is positive."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = v[v > 0]
+    if v.size == 0:
+        raise ValueError("effective_rank: expected at least one positive value, got none")
+    p = v / np.sum(v)
+    return float(np.exp(-np.sum(p * np.log(p))))

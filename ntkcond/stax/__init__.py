@@ -46,12 +46,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import activations as A
-from ..infinite.engine import evaluate
+from ..infinite.engine import evaluate, evaluate_images
 from ..infinite.geometry import pair_geometry
 from ..network import KernelRangeError
+from ..network import conv as CV
 from ..network import layers as L
 
 __all__ = ["Layer", "Kernel", "serial", "parallel", "FanOut", "FanInSum", "Identity", "Dense",
+           "Conv", "AvgPool", "GlobalAvgPool", "Flatten",
            "Relu", "LeakyRelu", "Abs", "ABRelu", "Erf", "Gelu", "Sin", "Tanh", "Softplus",
            "Silu", "Elementwise", "ElementwiseNumerical"]
 
@@ -117,10 +119,13 @@ class Layer:
                                 "computes whole kernels; pass x1, x2 and get)")
         if _traced(x1, x2):
             return _callback(self, x1, x2, names, single)
-        geometry = pair_geometry(x1, x2, where)
         try:
-            out = evaluate(self.spec, geometry, nngp="nngp" in names, ntk="ntk" in names,
-                           overwrite=True, where=where)
+            if self.spec.spatial:  # a convolutional net: NHWC images
+                out = evaluate_images(self.spec, x1, x2, nngp="nngp" in names,
+                                      ntk="ntk" in names, where=where)
+            else:
+                out = evaluate(self.spec, pair_geometry(x1, x2, where), nngp="nngp" in names,
+                               ntk="ntk" in names, overwrite=True, where=where)
         except KernelRangeError as err:
             raise KernelRangeError(f"{err}; angles and condition numbers are scale-invariant: "
                                    "rescale x") from None
@@ -241,6 +246,62 @@ def Dense(out_dim: int, W_std: float = 1.0, b_std: float | None = None, batch_ax
     if isinstance(out_dim, (bool, np.bool_)) or not isinstance(out_dim, numbers.Integral):
         raise TypeError(f"{where}: expected out_dim a positive integer, got {out_dim!r}")
     return Layer(L.Dense.of_std(int(out_dim), W_std, b_std, where=where))
+
+
+def Conv(out_chan: int, filter_shape, strides=None, padding: str = "VALID", W_std: float = 1.0,
+         b_std: float | None = None, dimension_numbers=None, parameterization: str = "ntk",
+         s=(1, 1)) -> Layer:
+    """A 2-D convolution of NHWC images: W_std/√(k_h k_w C_in)·(x ⋆ W) + b_std·b (NTK
+    parameterisation), ``ntkcond.network.conv`` eq. (1).
+
+    Args:
+      out_chan: channels (of the finite net; the kernels are those of infinitely many).
+      filter_shape: (k_h, k_w); strides: (s_h, s_w), default (1, 1).
+      padding: "VALID", "SAME" or "CIRCULAR".
+      W_std, b_std: as ``Dense``.
+      dimension_numbers: neural-tangents' default (None: NHWC/HWIO) only.
+      parameterization, s: "ntk" and (1, 1) only.
+    """
+    where = "Conv"
+    if dimension_numbers not in (None, ("NHWC", "HWIO", "NHWC")):
+        raise ValueError(f"{where}: expected dimension_numbers None (NHWC images, HWIO filters), "
+                         f"got {dimension_numbers!r}")
+    if not isinstance(parameterization, str) or parameterization.lower() != "ntk" or \
+            tuple(s) != (1, 1):
+        raise ValueError(f"{where}: expected parameterization 'ntk' and s=(1, 1), got "
+                         f"{parameterization!r}, {tuple(s)}")
+    if isinstance(out_chan, (bool, np.bool_)) or not isinstance(out_chan, numbers.Integral):
+        raise TypeError(f"{where}: expected out_chan a positive integer, got {out_chan!r}")
+    return Layer(CV.Conv.of_std(int(out_chan), filter_shape, strides, padding, W_std, b_std))
+
+
+def AvgPool(window_shape, strides=None, padding: str = "VALID", normalize_edges: bool = False,
+            batch_axis: int = 0, channel_axis: int = -1) -> Layer:
+    """Average pooling of NHWC images over windows (``ntkcond.network.conv`` eq. (2));
+    ``strides`` default (1, 1), as neural-tangents'. Needs every pixel pair (the kernel's cost
+    is (HW)² per image pair)."""
+    if normalize_edges or (batch_axis, channel_axis) != (0, -1):
+        raise ValueError("AvgPool: expected normalize_edges=False, batch_axis=0, channel_axis=-1 "
+                         f"(NHWC), got {normalize_edges}, {batch_axis}, {channel_axis}")
+    return Layer(CV.AvgPool.of(window_shape, strides, padding))
+
+
+def GlobalAvgPool(batch_axis: int = 0, channel_axis: int = -1) -> Layer:
+    """The read-out averaging over all pixels (``ntkcond.network.conv`` eq. (4)); needs every
+    pixel pair."""
+    if (batch_axis, channel_axis) != (0, -1):
+        raise ValueError(f"GlobalAvgPool: expected batch_axis=0, channel_axis=-1 (NHWC), got "
+                         f"{batch_axis}, {channel_axis}")
+    return Layer(CV.GlobalAvgPool())
+
+
+def Flatten(batch_axis: int = 0, batch_axis_out: int = 0) -> Layer:
+    """The read-out flattening pixels and channels (``ntkcond.network.conv`` eq. (3)): only the
+    spatial diagonal of the kernel is needed, never the (HW)² pixel pairs."""
+    if (batch_axis, batch_axis_out) != (0, 0):
+        raise ValueError(f"Flatten: expected batch_axis=0, batch_axis_out=0, got {batch_axis}, "
+                         f"{batch_axis_out}")
+    return Layer(CV.Flatten())
 
 
 # ----------------------------------------------------------------------------- activations

@@ -53,6 +53,7 @@ import numpy as np
 
 from ...._core.checks import as_int, positive
 from ....activations import parse_unit_slope
+from ....spectrum import effective_rank as spectral_effective_rank
 from ._net_checks import as_array, as_weights, as_xy
 from .training import TrainResult, train_network
 
@@ -367,8 +368,7 @@ def effective_rank(W) -> float:
     s = np.linalg.svd(as_array(W, "effective_rank", "W"), compute_uv=False)
     if s[0] == 0:
         raise ValueError("effective_rank: expected a nonzero matrix, got all zeros")
-    p = s[s > 0] / np.sum(s)
-    return float(np.exp(-np.sum(p * np.log(p))))
+    return spectral_effective_rank(s)
 
 
 def positive_mass_fraction(W) -> float:
