@@ -462,6 +462,6 @@ def test_effective_rank_of_a_spectrum():
     assert effective_rank([0.0, -1e-18, 5.0]) == 1.0  # zeros and rounding below zero left out
     p = np.array([1.0, 1.0, 2.0]) / 4  # exp of the entropy, written out
     assert effective_rank([1.0, 1.0, 2.0]) == pytest.approx(math.exp(-np.sum(p * np.log(p))), rel=1e-15, abs=0)
-    assert effective_rank(np.array([1.0, 1.0, 2.0]) * 1e-300) == pytest.approx(effective_rank([1, 1, 2]), rel=1e-14)
+    assert effective_rank(np.array([1.0, 1.0, 2.0]) * 1e-300) == pytest.approx(effective_rank([1, 1, 2]), rel=1e-14, abs=0)
     with pytest.raises(ValueError, match="effective_rank: expected at least one positive value"):
         effective_rank([0.0, -1.0])
