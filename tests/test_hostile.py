@@ -814,6 +814,17 @@ value("runs.load of a train-vs-depth run", lambda: _finished_run(
     "train_vs_depth", ["--dataset", "digits", "--batch", "16", "--depths", "1", "--width", "inf",
                        "--max-steps", "50"]), lambda df: len(df) == 2)
 
+value("runs.load of a convolutional cond-vs-depth run (--arch cnn)", lambda: _finished_run(
+    "cond_vs_depth", ["--dataset", "digits", "--batch", "8", "--max-batches", "1", "--depths", "0,1",
+                      "--arch", "cnn", "--readout", "gap", "--width", "inf"]),
+    lambda df: len(df) == 4 and set(df.arch) == {"cnn"} and (df.kappa_eff > 0).all())
+value("runs.load of a train-track run", lambda: _finished_run(
+    "train_track", ["--train", "32", "--width", "8", "--steps", "5", "--snapshots", "2"]),
+    lambda df: len(df) == 2 and list(df.step) == [0, 5] and (df.kappa_eff > 0).all())
+script_error("train-track --train beyond the data set", "train_track",
+             ["--dataset", "digits", "--train", "100000", "--width", "8", "--steps", "5"],
+             r"batches: expected 1 <= batch <= n = 1797")
+
 
 def _overwrite_refused_restores():
     from ntkcond.runs.rundir import open_run
