@@ -266,8 +266,8 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> None:
-    """--dataset, --split, --data-dir, --mean, --std, --preset, --normalize, --n, --dim (see
-    datasets.load) and --seed (the shuffling and the gaussian set).
+    """--dataset, --split, --data-dir, --mean, --std, --preset, --normalize, --downsample, --n,
+    --dim (see datasets.load) and --seed (the shuffling and the gaussian set).
 
     ``split`` is the default split of the tensorflow-datasets names; digits, gaussian and an
     .npz path record their own single split unless --split is given.
@@ -289,6 +289,9 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
                    help=".npz: the papers' mean/std of this data set (e.g. mnist, cifar10)")
     p.add_argument("--normalize", default="default", choices=["default", "unit", "none"],
                    help="preprocessing: the set's (default), unit-norm rows, or none (raw values)")
+    p.add_argument("--downsample", type=positive_int, default=1,
+                   help="average the images over k x k pixel blocks (k divides H and W): "
+                        "smaller images for convolutional nets that pool")
     p.add_argument("--n", type=int, default=512, help="gaussian: number of points")
     p.add_argument("--dim", type=int, default=784, help="gaussian: dimension")
     p.add_argument("--seed", type=int, default=0,
@@ -303,7 +306,7 @@ def load_data(args) -> datasets.Dataset:
         split = getattr(args, "default_split", "train")
     return datasets.load(args.dataset, split, data_dir=args.data_dir, n=args.n, dim=args.dim,
                          seed=seed, mean=args.mean, std=args.std, preset=args.preset,
-                         normalize=args.normalize)
+                         normalize=args.normalize, downsample=args.downsample)
 
 
 def run_main(prog: str, p: argparse.ArgumentParser, run, argv=None) -> int:
