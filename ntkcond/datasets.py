@@ -176,6 +176,7 @@ def load(
     std=None,
     preset: str | None = None,
     normalize: str = "default",
+    downsample: int = 1,
 ) -> Dataset:
     """Load a data set as float64 (n, d) arrays.
 
@@ -198,6 +199,9 @@ def load(
       normalize: ``default`` (pixel scaling and mean/std as above), ``unit`` (additionally
         project every input onto the unit sphere) or ``none`` (raw values as float64; not
         with mean, std or preset).
+      downsample: k ≥ 1: each image averaged over k × k pixel blocks after the normalisation
+        (k must divide H and W; ``image_shape`` becomes (H/k, W/k, …); recorded in
+        ``preprocessing`` when k > 1): smaller images for convolutional nets that pool.
 
     Raises:
       DataUnavailableError: a TFDS set neither on disk nor downloadable (a ValueError).
@@ -229,7 +233,13 @@ def load(
     if normalize == "none" and given:
         raise ValueError(f"{where}: expected no {'/'.join(given)} with normalize='none' (raw "
                          f"values), got {', '.join(given)}; drop them or use normalize='default'")
+    if isinstance(downsample, (bool, np.bool_)) or not isinstance(downsample, (int, np.integer)) \
+            or downsample < 1:
+        raise ValueError(f"{where}: expected downsample a positive integer, got {downsample!r}")
     if name == "gaussian":
+        if downsample != 1:
+            raise ValueError(f"{where}: expected images to downsample, got the gaussian set "
+                             f"(rows of dimension {dim})")
         return _gaussian(split, n, dim, seed, normalize, given, where)
     if name in TFDS_NAMES or name == "digits":
         if preset not in (None, name):
@@ -300,11 +310,30 @@ def load(
         x, mean_used, std_used = _normalise(images, scale, mean, std, where)
         prep.update(pixel_scale=scale, pixel_scaling=scaling, mean=mean_used, std=std_used)
     prep["pixel_range"] = [float(np.min(images)), float(np.max(images))]
+    shape = tuple(images.shape[1:])
+    if downsample != 1:
+        x, shape = _downsample(x.reshape((len(x),) + shape), downsample, name, where)
+        prep["downsample"] = downsample
     x = x.reshape(len(x), -1)
     if normalize == "unit":
         x = _unit_rows(x, name, where)
     prep["normalize"] = normalize
-    return Dataset(x, np.asarray(y), name, split, tuple(images.shape[1:]), prep)
+    return Dataset(x, np.asarray(y), name, split, shape, prep)
+
+
+def _downsample(images, k, name, where):
+    """(images averaged over k × k pixel blocks, their shape (H/k, W/k, …))."""
+    if images.ndim < 3:
+        raise ValueError(f"{where}: expected images to downsample, got {name!r} with example "
+                         f"shape {images.shape[1:]}")
+    h, w = images.shape[1:3]
+    if h % k or w % k:
+        raise ValueError(f"{where}: expected downsample dividing the images' {h} x {w} pixels, "
+                         f"got {k}")
+    rest = images.shape[3:]
+    blocks = images.reshape((len(images), h // k, k, w // k, k) + rest)
+    out = blocks.mean(axis=(2, 4))
+    return out, tuple(out.shape[1:])
 
 
 def _as_path_or_name(value, what: str, where: str) -> str:

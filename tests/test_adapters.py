@@ -136,10 +136,11 @@ def test_from_flax_bad_input():
     bad = jax.tree_util.tree_map(lambda a: a.at[(0,) * a.ndim].set(jnp.nan), variables)
     with pytest.raises(ValueError, match=r"from_flax: expected finite variables\['params'\]\['Dense_0'\]"):
         ntkcond.from_flax(module, bad)
-    # variables of another module: flax's error becomes a ValueError naming from_flax
+    # variables of another module: a ValueError naming from_flax and the paths that differ
     small = nn.Dense(3, param_dtype=F64)
     net = ntkcond.from_flax(module, small.init(jax.random.PRNGKey(0), data(0, 1)))
-    with pytest.raises(ValueError, match="from_flax: module.apply failed with these variables"):
+    with pytest.raises(ValueError, match=r"from_flax: expected variables\['params'\] of this "
+                                         r"module .*unknown .*missing"):
         net.empirical_ntk(data(1, 3))
     nnx = pytest.importorskip("flax.nnx")
     with pytest.raises(TypeError, match="flax.nnx model: use ntkcond.from_nnx"):
@@ -296,3 +297,80 @@ def test_models_page_example_prints_what_the_page_says():
         a, b = (np.array(re.findall(number, s), float) for s in (got, want))
         assert a.shape == b.shape and np.allclose(a, b, rtol=1e-3, atol=0), (got, want)
     assert float(re.findall(number, got_lines[-1])[-1]) < 1e-12  # the same kernel two ways
+
+
+# ------------------------------------------------------- issue 34: models that are not one
+# output per example, parameters of another model, keyword arguments no method takes
+def test_from_flax_refuses_keyword_arguments_and_variables_that_are_not_this_modules():
+    nn = pytest.importorskip("flax.linen")
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool = False):
+            return nn.Dense(2, param_dtype=F64)(nn.tanh(nn.Dense(8, param_dtype=F64)(x)))
+
+    module, x = Net(), data(0, 3)
+    variables = module.init(jax.random.PRNGKey(0), x)
+    with pytest.raises(TypeError, match=r"^from_flax: expected keyword arguments of "
+                                        r"Net.__call__\(train\), got \['trian'\]"):
+        ntkcond.from_flax(module, variables, trian=False)
+    for kw in ("mutable", "rngs", "capture_intermediates"):
+        with pytest.raises(ValueError, match=rf"^from_flax: expected no {kw}="):
+            ntkcond.from_flax(module, variables, **{kw: True})
+    assert ntkcond.from_flax(module, variables, train=False).empirical_ntk(x).shape == (3, 3)
+    # a superset of the module's parameters: flax would ignore the extra ones unseen
+    extra = {"params": {**variables["params"], "unused": {"kernel": jnp.ones((3, 3), F64)}}}
+    with pytest.raises(ValueError, match=r"^from_flax: expected variables\['params'\] of this "
+                                         r"module .* unknown \[\"\['unused'\]\['kernel'\]\"\]"):
+        ntkcond.from_flax(module, extra).empirical_ntk(x)
+    # another model's parameters given to this model's apply_fn
+    net = ntkcond.from_flax(module, variables)
+    other = nn.Dense(2, param_dtype=F64).init(jax.random.PRNGKey(1), x)["params"]
+    with pytest.raises(ValueError, match=r"^from_flax: expected params of this model \(4 leaves"):
+        ntkcond.empirical_ntk_fn(net.apply_fn)(other, x)
+    with pytest.raises(ValueError, match=r"^from_flax: expected params of this model"):
+        jax.jit(ntkcond.empirical_ntk_fn(net.apply_fn))(other, x)  # shapes: checked traced too
+
+
+def test_models_that_are_not_one_output_per_example_are_refused():
+    """A linen model returning one scalar per batch, an NNX model that centres its batch
+    (x − x.mean(0)): each was accepted and gave the kernel of another function."""
+    nn = pytest.importorskip("flax.linen")
+    nnx = pytest.importorskip("flax.nnx")
+
+    class Total(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return jnp.sum(nn.Dense(1, param_dtype=F64)(x))
+
+    x = data(0, 5)
+    net = ntkcond.from_flax(Total(), Total().init(jax.random.PRNGKey(0), x))
+    with pytest.raises(ValueError, match=r"^empirical_ntk_fn: expected apply_fn\(params, x\) to "
+                                         r"return one output per example.*got a scalar"):
+        net.empirical_ntk(x)
+
+    class Centred(nnx.Module):
+        def __init__(self, rngs):
+            self.l = nnx.Linear(5, 2, param_dtype=F64, rngs=rngs)
+
+        def __call__(self, x):
+            return self.l(x - x.mean(0))
+
+    with pytest.raises(ValueError, match=r"^empirical_ntk_fn: expected apply_fn to act on the "
+                                         r"examples independently"):
+        ntkcond.from_nnx(Centred(nnx.Rngs(0))).empirical_ntk(x)
+
+
+def test_nnx_and_equinox_apply_fns_refuse_another_models_params():
+    nnx = pytest.importorskip("flax.nnx")
+    eqx = pytest.importorskip("equinox")
+    x = data(0, 3)
+    net = ntkcond.from_nnx(nnx_mlp(nnx))
+    small = ntkcond.from_nnx(nnx.Linear(5, 2, param_dtype=F64, rngs=nnx.Rngs(1)))
+    with pytest.raises(ValueError, match=r"^from_nnx: expected params of this model \(6 leaves"):
+        ntkcond.empirical_ntk_fn(net.apply_fn)(small.params, x)
+    mlp = ntkcond.from_equinox(eqx.nn.MLP(5, 2, 8, 2, key=jax.random.PRNGKey(0)))
+    wide = ntkcond.from_equinox(eqx.nn.MLP(5, 2, 9, 2, key=jax.random.PRNGKey(0)))
+    with pytest.raises(ValueError, match=r"^from_equinox: expected params of this model .* "
+                                         r"shapes .* where the model has \(8, 5\)"):
+        ntkcond.empirical_ntk_fn(mlp.apply_fn)(wide.params, x)

@@ -161,3 +161,65 @@ def test_near_duplicates_are_bracketed(eps):
         b, c = _check(x, depth)
         assert b.closest[1:] == (0, 80)
         assert b.lambda_min_upper <= 1.5 * c.eigenvalues[0]  # the pair bound is nearly attained
+
+
+# --------------------------------------------------------------------------- issue 34
+def _five_rows():
+    """Issue 34's X: five rows in R⁴, two of them 1e-3 apart."""
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    x[1] = x[0] + 1e-3
+    return x
+
+
+@pytest.mark.parametrize("activation", ["relu", "linear"])
+def test_kappa_bracket_is_scale_invariant_and_lambdas_saturate_outward(activation):
+    """1e200·X raised OverflowError; κ does not depend on the scale of x, so every finite
+    scale gets the same bracket, and the λ's leave float64's range outward (a lower bound as the
+    largest float64, an upper bound as inf; below the range 0 and the smallest subnormal)."""
+    x = _five_rows()
+    base = condition_number_bounds(x, depth=2, activation=activation)
+    # powers of two scale x exactly (the bracket is then the same to rounding); 1e±200 rounds
+    # each entry (~1e-16 relative), which the close pair amplifies by ~1/θ² (θ = 2.5e-3): 1e-9
+    for c, tol in ((2.0**-996, 1e-12), (2.0**-664, 1e-12), (2.0**664, 1e-12), (2.0**996, 1e-12),
+                   (1e-200, 1e-9), (1e200, 1e-9)):
+        b = condition_number_bounds(c * x, depth=2, activation=activation)
+        assert b.lower == pytest.approx(base.lower, rel=tol, abs=0)
+        assert b.upper == pytest.approx(base.upper, rel=tol, abs=0) or b.upper == base.upper
+        if c > 1:
+            assert b.lambda_max_lower == np.finfo(np.float64).max and b.lambda_max_upper == math.inf
+        else:
+            assert b.lambda_max_lower == 0.0 and 0.0 < b.lambda_max_upper <= 1e-300
+    _check(1e150 * x, 2, activation)  # within float64's range: against the exact spectrum
+    lb = lambda_min_lower_bound(1e-200 * x, depth=2)
+    assert lb.value == 0.0 and lb.normalised == pytest.approx(
+        lambda_min_lower_bound(x, depth=2).normalised, rel=1e-12, abs=0)
+
+
+def test_errors_name_the_function_called():
+    x = _five_rows()
+    x[2] = 0.0
+    with pytest.raises(ValueError, match=r"^lambda_min_lower_bound: expected nonzero rows of x.*index 2"):
+        lambda_min_lower_bound(x, depth=2)
+    with pytest.raises(ValueError, match=r"^condition_number_bounds: expected nonzero rows"):
+        condition_number_bounds(x, depth=2, activation="linear")
+    with pytest.raises(ValueError, match=r"^condition_number_bounds: activation 'erf' is not "
+                                         r"homogeneous"):
+        condition_number_bounds(_five_rows(), depth=2, activation="erf")
+
+
+def test_deep_nets_get_a_certified_bracket_or_a_clear_refusal():
+    """The bracket holds where the certified series is affordable (an explicit small order at
+    depth 1000; the default order shrinks with the depth, ``max_certified_order``), and depths
+    where no order is affordable are refused at once instead of running for hours."""
+    import time
+
+    x = _five_rows()
+    b, _ = _check(x, 1000, order=16)
+    assert b.order == 16
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^condition_number_bounds: expected a depth whose "
+                                         r"certified power series fits .* got depth 1000000"):
+        condition_number_bounds(x, depth=10**6)
+    with pytest.raises(ValueError, match=r"^lambda_min_lower_bound: expected depth·\(order"):
+        lambda_min_lower_bound(x, depth=10**4, order=1024)
+    assert time.perf_counter() - t0 < 1.0

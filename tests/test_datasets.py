@@ -452,3 +452,22 @@ def test_pixels_that_contradict_the_preset_are_refused(tmp_path, scale):
     np.savez(ok, x=pixels.astype(np.uint8), y=np.arange(20) % 10)
     b = datasets.load(str(ok), preset="mnist").x
     assert np.max(np.abs(a - b)) <= 1e-15 * np.max(np.abs(b))  # rel 1e-15: x/255 vs x·(1/255)
+
+
+def test_downsample_averages_pixel_blocks_and_is_recorded():
+    from ntkcond import datasets as D
+
+    full = D.load("digits")
+    small = D.load("digits", downsample=2)
+    assert small.image_shape == (4, 4) and small.images.shape == (len(full.x), 4, 4, 1)
+    want = full.images.reshape(-1, 4, 2, 4, 2, 1).mean(axis=(2, 4))
+    assert np.allclose(small.images, want, rtol=0, atol=1e-15)
+    assert small.preprocessing["downsample"] == 2 and "downsample" not in full.preprocessing
+    for bad, match in ((3, "dividing the images' 8 x 8"), (0, "positive integer"),
+                       (True, "positive integer")):
+        with pytest.raises(ValueError, match=match):
+            D.load("digits", downsample=bad)
+    with pytest.raises(ValueError, match="expected images to downsample"):
+        D.load("gaussian", downsample=2)
+    with pytest.raises(ValueError, match="Dataset.images: expected image data"):
+        D.load("gaussian").images

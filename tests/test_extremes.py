@@ -160,7 +160,7 @@ def test_the_farther_pair_wins_when_its_angle_is_smaller():
 def test_uncovered_targets_are_none(monkeypatch):
     from ntkcond.infinite import extremes, unimodal
 
-    def refuse(activation, depths, trainable="all"):
+    def refuse(activation, depths, trainable="all", max_cost=None):
         return tuple(unimodal.Certificate("relu", L, trainable, "floor" if L else "proof",
                                           1.6, 3.0, 0.0, 1) for L in sorted(depths))
 
@@ -170,3 +170,49 @@ def test_uncovered_targets_are_none(monkeypatch):
     assert found[0] is not None  # depth 0: φ = θ, no certificate needed
     # θ_hi ≤ π/2: proof (c) of ``unimodal`` covers it, no certificate is asked for
     assert smallest_from_extremes(_ext(0.2, 1.5), "relu", [3])[3] is not None
+
+
+# --------------------------------------------------------------------------- issue 34
+def _unit_rows(n=5, d=4):
+    return normalised_rows(np.random.default_rng(3).standard_normal((n, d)), "test", "x")[0]
+
+
+@pytest.mark.parametrize("block,error", [(0, ValueError), (2.5, ValueError), (-1, ValueError),
+                                         (True, ValueError), ("8", ValueError)])
+def test_extreme_pairs_bad_blocks(block, error):
+    with pytest.raises(error, match=r"^extreme_pairs: expected an integer block size >= 2, got "):
+        extreme_pairs(_unit_rows(), block=block)
+
+
+def test_extreme_pairs_bad_rows():
+    xh = _unit_rows()
+    with pytest.raises(ValueError, match=r"^extreme_pairs: expected xh of shape \(n, d\), got "
+                                         r"shape \(4,\)"):
+        extreme_pairs(xh[0], block=2)
+    bad = xh.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^extreme_pairs: expected finite xh, got NaN or Inf in row 2"):
+        extreme_pairs(bad, block=2)
+    with pytest.raises(ValueError, match=r"^extreme_pairs: expected unit rows xh"):
+        extreme_pairs(3 * xh, block=2)
+    with pytest.raises(ValueError, match=r"^extreme_pairs: expected xh with n >= 2 rows"):
+        extreme_pairs(xh[:1], block=2)
+    with pytest.raises(ValueError, match=r"^extreme_pairs: expected x of the shape of xh"):
+        extreme_pairs(xh, block=2, x=xh[:3])
+
+
+@pytest.mark.parametrize("closest,farthest,message", [
+    ((math.nan, 0, 1), (2.0, 2, 3), r"ext.closest with an angle in \[0, pi\] radians, got nan"),
+    ((0.1, 0, 1), (math.inf, 2, 3), r"ext.farthest with an angle in \[0, pi\]"),
+    ((-0.1, 0, 1), (2.0, 2, 3), r"ext.closest with an angle"),
+    ((3.0, 0, 1), (0.1, 2, 3), r"ext.closest's angle <= ext.farthest's, got 3.0 > 0.1"),
+    ((0.1, 1, 1), (2.0, 2, 3), r"ext.closest with a pair 0 <= i < j < n = 4, got \(1, 1\)"),
+    ((0.1, 0, 7), (2.0, 2, 3), r"ext.closest with a pair 0 <= i < j < n = 4, got \(0, 7\)"),
+])
+def test_smallest_from_extremes_refuses_extremes_that_cannot_be(closest, farthest, message):
+    ext = ExtremePairs(n=4, d=3, closest=closest, farthest=farthest, screen_max=0.9,
+                       screen_min=-0.9, margin=1e-12)
+    with pytest.raises(ValueError, match=r"^smallest_from_extremes: expected " + message):
+        smallest_from_extremes(ext, "relu", [1])
+    with pytest.raises(TypeError, match=r"^smallest_from_extremes: expected ext as an ExtremePairs"):
+        smallest_from_extremes((closest, farthest), "relu", [1])

@@ -198,3 +198,59 @@ def test_kernel_runs_under_jit(method, budget):
             assert rel_err(traced, eager) < RTOL
     with pytest.raises(ValueError, match="empirical_ntk_fn: expected x1 and x2 of shapes"):
         jitted(params, x1, data(5, 3, 4))  # shape checks still run while tracing
+
+
+# --------------------------------------------------------------- issue 34: models that are not
+# one output per example. Each is refused, naming empirical_ntk_fn and what it got.
+_W = {"w": np.linspace(-1.0, 1.0, 8).reshape(4, 2)}
+
+
+def _linear(p, x):
+    return x @ p["w"]
+
+
+@pytest.mark.parametrize("apply_fn,message", [
+    (lambda p, x: jnp.sum(_linear(p, x)), r"one output per example.*got a scalar"),
+    (lambda p, x: _linear(p, x)[1:], r"one output per example, shape \(n, \.\.\.\) with n = 4.*"
+                                     r"got shape \(3, 2\)"),
+    (lambda p, x: _linear(p, x).T, r"got shape \(2, 4\).*\(O, n\) instead of \(n, O\)"),
+    (lambda p, x: (x - x.mean(0)) @ p["w"], r"act on the examples independently"),
+    (lambda p, x: (x @ jnp.tile(p["w"], (1, 2))).T,  # (O, n) with O = n = 4 (the probe's rows)
+     r"apply_fn\(params, x\) of one example to have shape \(1,\) \+ \(4,\)"),
+    (lambda p, x: _linear(p, x)[:, :0], r"expected at least one output per example"),
+])
+@pytest.mark.parametrize("method", ["jacobian", "ntk_vp"])
+def test_models_that_are_not_one_output_per_example_are_refused(apply_fn, message, method):
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    with pytest.raises(ValueError, match=r"^empirical_ntk_fn: (.*)?" + message):
+        ntkcond.empirical_ntk_fn(apply_fn, method=method)(_W, x)
+    with pytest.raises(ValueError, match=r"^empirical_ntk_fn: "):
+        ntkcond.empirical_ntk_fn(apply_fn, method=method)(_W, x[:1], x[1:])
+
+
+def test_rows_that_are_independent_pass_the_probe_in_float32_and_float64():
+    """The probe's tolerance is √eps of the output dtype: a model whose batched and one-row
+    evaluations differ only by rounding passes (float32 too), and under jax.jit nothing is
+    probed (no values)."""
+    x = np.random.default_rng(1).standard_normal((9, 4))
+    for dtype in (np.float32, np.float64):
+        w = {"w": _W["w"].astype(dtype)}
+        K = ntkcond.empirical_ntk_fn(_linear)(w, x.astype(dtype))
+        assert K.shape == (9, 9) and K.dtype == dtype
+    assert jax.jit(ntkcond.empirical_ntk_fn(_linear))(_W, x).shape == (9, 9)
+
+
+def test_zero_examples_and_integer_parameters_are_refused():
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    fn = ntkcond.empirical_ntk_fn(_linear)
+    with pytest.raises(ValueError, match=r"^empirical_ntk_fn: expected x1 with at least one "
+                                         r"example, got shape \(0, 4\)"):
+        fn(_W, x[:0])
+    with pytest.raises(ValueError, match=r"expected x2 with at least one example"):
+        fn(_W, x, x[:0])
+    for leaf in (np.ones((4, 2), dtype=np.int64), np.ones((4, 2), dtype=np.int32)):
+        with pytest.raises(TypeError, match=r"^empirical_ntk_fn: expected floating parameter "
+                                            r"leaves .* got int\d+ at params\['w'\]"):
+            fn({"w": leaf}, x)
+    with pytest.raises(TypeError, match=r"got int64 at params\['s'\]"):
+        fn({"w": _W["w"], "s": 3}, x)

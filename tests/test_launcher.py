@@ -113,6 +113,15 @@ def parse(argv):
     (["--coordinator", "h:1"], "together"),
     (["--coordinator", "h:1", "--num-processes", "2", "--process-id", "2"], "0 <= I < 2"),
     (["--coordinator", "nohost", "--num-processes", "2", "--process-id", "0"], "HOST:PORT"),
+    (["--coordinator", "127.0.0.1:99999", "--num-processes", "2", "--process-id", "1"],
+     r"^--coordinator: expected HOST:PORT with a port in 1..65535, got '127.0.0.1:99999'"),
+    (["--coordinator", "127.0.0.1:0", "--num-processes", "2", "--process-id", "1"], "1..65535"),
+    (["--coordinator", "no-such-host.invalid:1234", "--num-processes", "2", "--process-id", "1"],
+     r"^--coordinator: cannot resolve the host 'no-such-host.invalid'"),
+    (["--coordinator", "192.0.2.1:1234", "--num-processes", "2", "--process-id", "0"],
+     r"^--coordinator: process 0 runs the coordinator, so '192.0.2.1' must be an address of "
+     r"this machine"),
+    (["--processes", "100000"], r"^--processes: expected at most \d+ \(the CPUs of this machine"),
 ])
 def test_bad_process_flags(argv, match):
     with pytest.raises(ValueError, match=match):
@@ -132,3 +141,24 @@ def test_environment_processes():
                                   "SLURM_STEP_NUM_TASKS": "4"}) == 4
     assert environment_processes({"OMPI_COMM_WORLD_SIZE": "2"}) == 2
     assert environment_processes({"PMI_SIZE": "x"}) == 1
+
+
+def test_a_busy_coordinator_port_is_one_line_not_a_crash(tmp_path, capfd):
+    """Issue 34: with the port already in use process 0 crashed inside gRPC (exit 139); now the
+    flags are refused before JAX is started, and nothing is written to --out."""
+    import socket
+
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        argv = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", "0"]
+        with pytest.raises(ValueError, match=rf"^--coordinator: port {port} is in use on this "
+                                             r"machine \(process 0 runs the coordinator there\)"):
+            start_or_join("prog", parse(argv), argv, test_bad_process_flags)
+        main = load_script("cond_vs_depth").main
+        out = tmp_path / "run"
+        assert main(GAUSS + ["--batch", "4", "--depths", "0", "--out", str(out)] + argv) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and f"port {port} is in use" in err and not out.exists()

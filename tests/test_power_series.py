@@ -98,7 +98,8 @@ def _mp_cauchy_coefficients(depth, slope, P, mp):
             for p in range(P + 1)]
 
 
-@pytest.mark.parametrize("depth,slope", [(1, 0.0), (4, 0.0), (10, 0.0), (3, 0.3)])
+@pytest.mark.parametrize("depth,slope", [(1, 0.0), (4, 0.0), (10, 0.0), (3, 0.3), (4, -0.5),
+                                         (3, -1.0)])
 def test_coefficients_against_mpmath_cauchy_integral(depth, slope):
     mp = pytest.importorskip("mpmath").mp
     mp.dps = 50
@@ -109,8 +110,10 @@ def test_coefficients_against_mpmath_cauchy_integral(depth, slope):
         a = float(exact[p])
         assert s.coefficients[p] <= a + 1e-30  # a lower bound
         assert s.upper_coefficients[p] >= a - 1e-30  # and the upper bound above it
-        # lowered by the stated bound r and one rounding down to float64, no more
-        assert a - s.coefficients[p] <= (2 * s.relative_error + 4.5e-16) * a + 1e-30
+        # the enclosure is tight: within its stated relative width r and one float64 rounding
+        assert a - s.coefficients[p] <= (s.relative_error + 4.5e-16) * a + 1e-30
+        slack = s.spread if s.coefficients[p] == 0 else 1e-30  # r covers ǎ_p > 0 only
+        assert s.upper_coefficients[p] - a <= (s.relative_error + 4.5e-16) * a + slack
 
 
 def test_bad_arguments():
@@ -127,3 +130,106 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match=r"PowerSeries: expected rho in \[-1, 1\]"):
         ntk_power_series(1, order=3)(np.array([1.5]))
     assert "order=3" in repr(ntk_power_series(1, order=3))
+
+
+# ------------------------------------------------------------------ a certified bound at depth
+def _mp_theta_at_zero(depth, slope, mp):
+    """Θ̃(0) = a_0 by the scalar recursion of module eq. (4) at ρ = 0, in mpmath."""
+    a = mp.mpf(slope)
+    w_lin, w_relu = 2 * a / (1 + a * a), (1 - a) ** 2 / (1 + a * a)
+    rho = T = mp.mpf(0)
+    for _ in range(depth):
+        asin = mp.asin(rho)
+        gdot = w_lin + w_relu * (mp.mpf(1) / 2 + asin / mp.pi)
+        rho = w_lin * rho + w_relu * (mp.sqrt(1 - rho * rho) + rho * (mp.pi / 2 + asin)) / mp.pi
+        T = rho + gdot * T
+    return T / (depth + 1)
+
+
+@pytest.mark.parametrize("depth,slope", [(1000, 0.0), (10**4, 0.0), (2000, 0.5), (300, -1.0)])
+def test_deep_nets_coefficient_zero_is_enclosed(depth, slope):
+    """Issue 34: at depth 10⁶ the old first-order bound excluded a_0 = Θ̃(0) (→ 1/4 for deep
+    ReLU); the enclosure now contains the 40-digit value at every accepted depth, and its width
+    grows like L³u (u = 2⁻⁶⁴): ≤ 1e-10 relative at 10³, ≤ 1e-7 at 10⁴."""
+    mp = pytest.importorskip("mpmath").mp
+    mp.dps = 40
+    exact = _mp_theta_at_zero(depth, slope, mp)
+    s = ntk_power_series(depth, slope, order=4)
+    assert s.coefficients[0] <= exact <= s.upper_coefficients[0]
+    assert s.tail_lower <= 1 - exact and s.tail >= s.tail_lower
+    assert s.relative_error <= {1000: 1e-10, 10**4: 1e-7, 2000: 1e-9, 300: 1e-11}[depth]
+    if slope == 0.0:
+        assert abs(float(exact) - 0.25) <= 5.0 / depth  # Θ̃(0) → 1/4 (like 3.3/L)
+
+
+def test_enclosure_without_outward_rounding_misses_the_truth(monkeypatch):
+    """The mpmath test above can fail: with the outward rounding switched off the 'enclosure'
+    is a point that misses the exact a_0 at depth 2000 (the planted error the widening covers)."""
+    mp = pytest.importorskip("mpmath").mp
+    mp.dps = 40
+    from ntkcond.infinite import power_series as ps
+
+    exact = _mp_theta_at_zero(2000, 0.0, mp)
+    monkeypatch.setattr(ps, "_down", lambda v, k: v)
+    monkeypatch.setattr(ps, "_up", lambda v, k: v)
+    ps._cached_series.cache_clear()
+    try:
+        s = ps.ntk_power_series(2000, 0.0, order=4)
+        lo, hi = s.coefficients[0], s.upper_coefficients[0]
+        assert not (lo <= exact <= hi) or hi - lo > 1e-14
+    finally:
+        ps._cached_series.cache_clear()
+
+
+@pytest.mark.slow
+def test_the_deepest_accepted_depth_is_certified():
+    """At the largest depth accepted at order 2 (~15 s), the enclosure still holds a_0."""
+    mp = pytest.importorskip("mpmath").mp
+    mp.dps = 40
+    from ntkcond.infinite.power_series import MAX_COST, series_cost
+
+    depth = MAX_COST // series_cost(1, 2)
+    s = ntk_power_series(depth, "relu", order=2)
+    assert s.coefficients[0] <= _mp_theta_at_zero(depth, 0.0, mp) <= s.upper_coefficients[0]
+
+
+def test_depths_beyond_the_cost_bound_are_refused_at_once():
+    import time
+
+    from ntkcond.infinite.power_series import max_certified_order
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"ntk_power_series: expected depth·\(order \+ 17\).*"
+                                         r"got depth 1000000 and order 10.*largest depth is \d+"):
+        ntk_power_series(10**6, order=10)
+    with pytest.raises(ValueError, match=r"nngp_power_series: expected depth"):
+        nngp_power_series(10**5, order=1000)
+    assert time.perf_counter() - t0 < 1.0
+    assert max_certified_order(10**6) == -1 and max_certified_order(0) == MAX_ORDER
+    assert 500 < max_certified_order(1000) < 700
+
+
+def test_non_leaky_activation_is_refused():
+    with pytest.raises(ValueError, match=r"^ntk_power_series: activation 'erf' is not homogeneous"):
+        ntk_power_series(2, "erf", order=3)
+
+
+def test_a_scaled_activation_has_the_series_of_its_angle_map():
+    """3·relu(z) and −relu(−z)·2 (``Affine`` of ReLU) have ReLU's normalised kernels: the same
+    certified enclosure (``parse_angle_activation``)."""
+    from ntkcond.activations import RELU
+    from ntkcond.activations.affine import Affine
+
+    relu = ntk_power_series(4, "relu", order=12)
+    for act in (Affine(RELU, out_scale=3.0), Affine(RELU, out_scale=-2.0, in_scale=-1.0)):
+        s = ntk_power_series(4, act, order=12)
+        assert s.activation == "relu"
+        assert np.array_equal(s.coefficients, relu.coefficients)
+        assert np.array_equal(s.upper_coefficients, relu.upper_coefficients)
+
+
+def test_abs_has_exact_zero_odd_coefficients_enclosed():
+    s = ntk_power_series(5, "abs", order=20)
+    odd = s.coefficients[1::2]
+    assert np.all(odd == 0) and np.all(s.upper_coefficients[1::2] <= 1e-15)
+    assert s.spread <= 1e-13 and 0 <= s.relative_error <= 1e-14

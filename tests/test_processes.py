@@ -150,6 +150,58 @@ def test_finite_width_kernel_angle(two, one):
         assert r["results"]["kernel_angle"] == one["kernel_angle"]
 
 
+def test_a_dead_peer_is_named_in_the_survivors_message(tmp_path, data):
+    """Issue 34: process 1 is killed (SIGKILL) between two collectives; process 0 fails in
+    bounded time with a PeerLostError that names process 1 (its pid, host, that it exited),
+    not gloo's bare "Connection closed by peer"."""
+    port = free_port()
+    procs = []
+    for i in range(2):
+        cmd = [sys.executable, WORKER, f"127.0.0.1:{port}", "2", str(i), str(data[1]),
+               str(tmp_path / f"result{i}.pkl"), "peer_dies"]
+        with open(tmp_path / f"log{i}.txt", "wb") as log:
+            procs.append(subprocess.Popen(cmd, env=child_env(), stdout=log, stderr=subprocess.STDOUT))
+    try:
+        procs[0].wait(timeout=180)
+        procs[1].wait(timeout=10)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    if procs[0].returncode == 3:
+        pytest.skip("JAX's multi-controller runtime did not start here")
+    log = (tmp_path / "log0.txt").read_text("utf-8", "replace")
+    assert procs[1].returncode == -9 and procs[0].returncode == 0, log[-3000:]
+    message, seconds = pickle.loads((tmp_path / "result0.pkl").read_bytes())["results"]["peer_dies"]
+    pid = procs[1].pid
+    assert message.startswith(f"process 1 (pid {pid} on ") and "has exited" in message, message
+    assert "process 0 of 2 could not finish the collective" in message
+    assert seconds < 30  # gloo notices at once; the roll call waits at most ROLL_SECONDS
+
+
+def test_the_wire_format_refuses_what_is_not_data():
+    """No pickle between processes: what a peer sends is decoded as data or refused."""
+    import pickle as _pickle
+
+    from ntkcond._core.wire import decode, encode
+
+    value = {"a": [1, 2.5, float("nan"), None, True, "x"], (1, "b"): np.arange(6.0).reshape(2, 3),
+             3: np.int32(7), "err": ValueError("bad", 3), "os": OSError(28, "No space", "/p")}
+    back = decode(encode(value))
+    assert back["a"][:2] == [1, 2.5] and np.isnan(back["a"][2]) and back["a"][3:] == [None, True, "x"]
+    assert np.array_equal(back[(1, "b")], value[(1, "b")]) and back[3] == 7 and back[3].dtype == np.int32
+    assert type(back["err"]) is ValueError and back["err"].args == ("bad", 3)
+    assert back["os"].errno == 28 and back["os"].filename == "/p"
+    for bad in (_pickle.dumps({"a": 1}), b"", encode([1, 2])[:-3], b"NTKW1\n" + b"\xff" * 8):
+        with pytest.raises(ValueError, match=r"^peer: expected a message of ntkcond's wire format"):
+            decode(bad, "peer")
+    with pytest.raises(TypeError, match=r"^encode: expected None, bool"):
+        encode(object())
+    with pytest.raises(TypeError, match=r"^encode: expected arrays of a numeric dtype"):
+        encode(np.array([object()]))
+
+
 # -- without a runtime ----------------------------------------------------------------------
 
 
@@ -230,6 +282,20 @@ def run_checks(x, checks, workdir=None):
         out["angles_default"] = ntkcond.streaming_smallest_angles(x, depths=range(11), backend="jax")
     if "kappa_default" in checks:
         out["kappa_default"] = ntkcond.matrix_free_conditioning(x, depth=3)
+    if "peer_dies" in checks:  # process 1 is killed between two collectives
+        import signal
+
+        from ntkcond.scale.processes import PeerLostError
+
+        share = current_share()
+        assert share.allgather(share.index) == [0, 1]
+        if share.index == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            share.allgather("after")
+        except PeerLostError as err:
+            out["peer_dies"] = (str(err), time.monotonic() - t0)
     return out
 
 
@@ -262,8 +328,39 @@ def worker_main(argv):
               "results": run_checks(x, checks, os.path.dirname(os.path.abspath(out_path)))}
     with open(out_path, "wb") as f:
         pickle.dump(result, f)
+    if "peer_dies" in checks:  # a normal exit would wait at JAX's shutdown barrier for the dead
+        sys.stdout.flush()
+        os._exit(0)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(worker_main(sys.argv[1:]))
+
+
+def test_what_a_peer_sends_is_checked_before_it_is_used(monkeypatch):
+    """Without a runtime: the gathered bytes of a planted peer (process 1 of 2) — pickle, a part
+    of the wrong length, a size beyond memory — are refused with a ValueError naming it."""
+    import pickle as _pickle
+
+    from ntkcond._core.wire import encode
+    from ntkcond.scale import processes
+    from ntkcond.scale.processes import PeerMessageError
+
+    share = Share(0, 2)
+    monkeypatch.setattr(Share, "allgather_bytes",
+                        lambda self, payload: [payload, _pickle.dumps({"x": os.system})])
+    with pytest.raises(ValueError, match=r"^allgather \(from process 1\): expected a message of "
+                                         r"ntkcond's wire format"):
+        share.allgather({"x": 1})
+    monkeypatch.setattr(Share, "allgather_bytes", lambda self, payload: [payload, payload[:-8]])
+    with pytest.raises(PeerMessageError, match=r"^matrix_free_conditioning: expected 64 bytes "
+                                               r"from process 1 .* got 56"):
+        share.sum_in_order(np.zeros(8), where="matrix_free_conditioning")
+    monkeypatch.setattr(Share, "allgather_bytes", lambda self, payload: [payload, encode(None)])
+    assert share.allgather(np.arange(3.0))[1] is None
+    with pytest.raises(PeerMessageError, match=r"^allgather: expected a message size that fits in "
+                                               r"memory from process 1 \(x 2 processes\), got "):
+        processes._check_sizes([10, 1 << 62], 2)
+    with pytest.raises(PeerMessageError, match=r"from process 0 .* got -5 bytes"):
+        processes._check_sizes([-5, 3], 2)

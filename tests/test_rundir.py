@@ -255,8 +255,11 @@ def test_killed_overwrite_leaves_no_output_of_the_old_run(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         _open(tmp_path, {"a": 2}, overwrite=True, outputs=("summary.csv", "figure.png", "spectra"))
     left = sorted(f for f in os.listdir(tmp_path) if not f.startswith(".lock"))
-    assert left == ["config.json", "notes.txt", "records.jsonl"], left  # the old config only
-    assert (tmp_path / "records.jsonl").read_text() == ""  # and no old records under it
+    assert left == [".overwritten", "config.json", "notes.txt", "records.jsonl"], left
+    assert (tmp_path / "records.jsonl").read_text() == ""  # no old records under the config
+    monkeypatch.setattr(rundir, "atomic_write", real)
+    with _open(tmp_path, resume=True):  # the next open drops the killed overwrite's backup
+        assert not (tmp_path / ".overwritten").exists()
 
 
 def test_records_are_validated_field_by_field_naming_file_and_line(tmp_path):
@@ -300,3 +303,106 @@ def test_undecodable_byte_is_reported_on_its_own_line(tmp_path):
 def test_empty_out_is_refused(out):
     with pytest.raises(ValueError, match="expected --out as a nonempty directory path"):
         open_run(out, {"a": 1}, key_fields=KEYS)
+
+
+# --- issue 34: refusals leave --out as it was --------------------------------------------
+
+def _tree(path):
+    """{relative path: bytes} of every file under path (the lock's owner file aside)."""
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            full = os.path.join(root, f)
+            if f != ".lock.owner":
+                out[os.path.relpath(full, path)] = open(full, "rb").read()
+    return out
+
+
+@pytest.mark.parametrize("error", [ValueError("bad --block"), TypeError("bad type"),
+                                   OverflowError("extreme")])
+def test_a_refused_fresh_run_leaves_nothing(tmp_path, error):
+    """min-angle --block 0 left config.json, an empty records.jsonl and .lock, so the corrected
+    command was refused ("already holds a run"): a refusal before the first record, with
+    nothing written, removes what open_run made (here the folders too)."""
+    out = tmp_path / "a" / "b" / "run"
+    with pytest.raises(type(error)):
+        with _open(out):
+            raise error
+    assert not (tmp_path / "a").exists()
+    with _open(out) as run:  # the corrected command starts afresh
+        run.append({"i": 0})
+    # in a folder that existed with a file of the user's: only the run's files go
+    own = tmp_path / "mine"
+    own.mkdir()
+    (own / "notes.txt").write_text("keep\n")
+    with pytest.raises(ValueError):
+        with _open(own):
+            raise ValueError("refused")
+    assert sorted(os.listdir(own)) == ["notes.txt"]
+
+
+def test_a_refused_overwrite_puts_the_old_run_back(tmp_path):
+    out = tmp_path / "run"
+    with _open(out, outputs=("summary.csv", "spectra")) as run:
+        run.append({"i": 0})
+        run.append({"i": 1})
+    (out / "summary.csv").write_text("old table\n")
+    (out / "spectra").mkdir()
+    (out / "spectra" / "b0.npy").write_bytes(b"old")
+    before = _tree(out)
+    with pytest.raises(ValueError):
+        with _open(out, {"a": 2}, overwrite=True, outputs=("summary.csv", "spectra")):
+            raise ValueError("--block: expected an integer >= 2, got 0")
+    assert _tree(out) == before and not (out / ".overwritten").exists()
+    with _open(out, resume=True) as run:  # the old run, resumable as it was
+        assert [r["i"] for r in run.records] == [0, 1]
+    # an overwrite that gets under way (its first record) drops the old run for good
+    with _open(out, {"a": 2}, overwrite=True, outputs=("summary.csv", "spectra")) as run:
+        run.append({"i": 5})
+        assert not (out / ".overwritten").exists()
+    assert _lines(out / "records.jsonl") == [{"i": 5}] and not (out / "summary.csv").exists()
+
+
+def test_a_run_that_wrote_something_or_was_interrupted_is_kept(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ValueError):  # a checkpoint was written: a run under way, not a refusal
+        with _open(out, outputs=("checkpoint.json",)) as run:
+            (out / "checkpoint.json").write_text("{}")
+            raise ValueError("late")
+    assert (out / "config.json").exists() and (out / "checkpoint.json").exists()
+    other = tmp_path / "other"
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C is not a refusal: --resume continues it
+        with _open(other):
+            raise KeyboardInterrupt
+    assert (other / "config.json").exists()
+    with _open(other, resume=True):
+        pass
+
+
+@pytest.mark.parametrize("name,argv", [
+    ("min_angle", ["--dataset", "gaussian", "--n", "50", "--dim", "4", "--block", "0"]),
+    ("min_angle", ["--dataset", "gaussian", "--n", "50", "--dim", "4", "--workers", "0"]),
+    ("biasfree_dynamics", ["bias-breaking", "--b-stds", "nan"]),
+    ("biasfree_dynamics", ["closed-form", "--lrs", "1e6"]),
+    ("cond_vs_depth", ["--dataset", "gaussian", "--n", "8", "--dim", "3", "--batch", "4",
+                       "--depths", "0", "--activations", "erf"]),
+    ("train_vs_depth", ["--dataset", "gaussian", "--n", "8", "--dim", "3", "--batch", "4",
+                        "--depths", "1", "--target", "class:12"]),
+    ("activation_study", ["--dataset", "gaussian", "--n", "8", "--dim", "3", "--batch", "4",
+                          "--activations", "relu", "--finite-activations", "erf"]),
+])
+def test_refused_commands_leave_out_as_they_found_it(tmp_path, capsys, name, argv):
+    """The scripts: one line on stderr, exit 2, and --out as it was — absent, or (with
+    --overwrite over a finished run) that run, byte for byte."""
+    from conftest import load_script
+
+    script = load_script(name)
+    out = tmp_path / "out"
+    try:
+        code = script.main(argv + ["--no-progress", "--out", str(out)])
+    except SystemExit as exit_:  # refused where argparse parses the flag: before any folder
+        code = exit_.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists(), sorted(os.listdir(out))

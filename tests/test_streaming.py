@@ -136,7 +136,7 @@ def test_pairs_route_with_layer_indices(digits300):
 def test_uncovered_targets_fall_back_to_the_recursion(monkeypatch, tmp_path):
     from ntkcond.infinite import extremes, unimodal
 
-    def refuse(activation, depths, trainable="all"):  # a planted failure for depth 3 only
+    def refuse(activation, depths, trainable="all", max_cost=None):  # planted: depth 3 only
         return tuple(unimodal.Certificate(activation.name, L, trainable, "floor" if L == 3 else "proof",
                                           0.1, 3.1, 0.0, 1) for L in sorted(depths))
 

@@ -183,3 +183,36 @@ def test_certificate_cost_bound_falls_back_to_the_cheaper_recursion(monkeypatch)
     assert got == smallest_gradient_angle(x, depth=L, method="recursion")
     (cert,) = certify("leaky:0.37", [5], max_cost=10.0)  # within ALWAYS_AFFORDABLE: verified
     assert cert.kind == "unimodal" and len(calls) == 1
+
+
+# --------------------------------------------------------------------------- issue 34
+def test_certify_without_max_cost_refuses_depths_beyond_its_range_at_once():
+    """Depth 10⁵ took over 30 s (512 cells × 10⁵ layers of interval arithmetic); without a
+    max_cost the verified part is bounded by DEFAULT_MAX_COST (depth 10⁴) and deeper depths are
+    refused in microseconds; with max_cost they are "unverified", as before."""
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^certify: expected depths whose verified part costs "
+                                         r"at most DEFAULT_MAX_COST .*depth 10000 at 512 cells.* "
+                                         r"got depth 100000"):
+        certify("leaky:0.2", [3, 10**5])
+    assert time.perf_counter() - t0 < 0.5
+    assert certify("relu", [10**5], "last")[0].kind == "proof"  # proved: no cost, no refusal
+    (c,) = certify("leaky:0.2", [10**5], max_cost=1e6)
+    assert c.kind == "unverified"
+    from ntkcond.infinite import unimodal
+
+    assert unimodal.DEFAULT_MAX_COST == unimodal.CELL_LAYER_COST * 512 * 10**4
+
+
+@pytest.mark.parametrize("max_cost,error,message", [
+    (float("nan"), ValueError, r"expected max_cost >= 0 pair-layers .* got nan"),
+    (-1, ValueError, r"expected max_cost >= 0 pair-layers .* got -1"),
+    ("10", TypeError, r"expected max_cost as a number of pair-layers >= 0 \(or None\), got str"),
+    (True, TypeError, r"expected max_cost as a number .* got bool True"),
+])
+def test_certify_refuses_bad_max_cost(max_cost, error, message):
+    with pytest.raises(error, match=r"^certify: " + message):
+        certify("leaky:0.2", [3], max_cost=max_cost)
+    assert certify("leaky:0.2", [3], max_cost=math.inf)[0].kind == "unimodal"

@@ -1,6 +1,7 @@
 """Atomic file output: write to a temporary file in the same folder, then rename."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -26,20 +27,33 @@ def atomic_write(path: str, data: str | bytes) -> None:
     symbolic link at ``path`` is replaced by the file (the rename acts on the link itself),
     never written through."""
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with _naming(path):
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
     fsync_dir(folder)
+
+
+@contextlib.contextmanager
+def _naming(path: str):
+    """An OSError without a file name (a full disk: ``write`` or ``fsync`` failing with ENOSPC,
+    a quota) gets ``path``, so the one error line says which file could not be written."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None and err.errno is not None:
+            raise type(err)(err.errno, err.strerror or str(err), path) from err
+        raise
 
 
 def _umask() -> int:
@@ -82,7 +96,7 @@ def open_nofollow(path: str, flags: int, where: str, mode: int = 0o666) -> int:
 def write_nofollow(path: str, text: str, where: str) -> None:
     """Create or truncate ``path`` and write ``text``, never through a symbolic link."""
     fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, where)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with _naming(path), os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
 
 
@@ -90,7 +104,7 @@ def append_jsonl(path: str, record: dict, where: str = "append_jsonl") -> None:
     """Append one JSON object as a line and fsync, so a killed run loses at most this line.
     Never through a symbolic link (``SymlinkError``)."""
     fd = open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, where)
-    with os.fdopen(fd, "a", encoding="utf-8") as f:
+    with _naming(path), os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
         f.flush()
         os.fsync(f.fileno())

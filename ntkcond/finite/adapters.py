@@ -98,6 +98,86 @@ def _trainable(params, where: str, name: str):
     return params
 
 
+def _traced(x) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _signature(params):
+    """[(path, shape)] of a parameter pytree: what two models' parameters must share."""
+    import jax
+    import numpy as np
+
+    return [(jax.tree_util.keystr(path), tuple(np.shape(leaf)))
+            for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]]
+
+
+def _differences(got, want) -> str:
+    """What differs between two ``_signature`` lists: unknown and missing paths, other shapes."""
+    g, w = dict(got), dict(want)
+    parts = [f"unknown {sorted(set(g) - set(w))[:3]}" if set(g) - set(w) else "",
+             f"missing {sorted(set(w) - set(g))[:3]}" if set(w) - set(g) else "",
+             "shapes " + ", ".join(f"{p} {g[p]} where the model has {w[p]}"
+                                   for p in sorted(set(g) & set(w)) if g[p] != w[p])
+             if any(g[p] != w[p] for p in set(g) & set(w)) else ""]
+    return "; ".join(part for part in parts if part) or "another tree structure"
+
+
+def _check_structure(params, reference, where: str) -> None:
+    """ValueError unless ``params`` has the paths and leaf shapes of this model's own
+    parameters (``reference``): another model's parameters would give a raw error deep inside
+    the model, or the NTK of another function. Shapes are static, so this holds under a trace."""
+    got, want = _signature(params), _signature(reference)
+    if got != want:
+        raise ValueError(f"{where}: expected params of this model ({len(want)} leaves, as its "
+                         f".params), got another pytree ({len(got)} leaves): "
+                         f"{_differences(got, want)}")
+
+
+def _check_apply_kwargs(module, kwargs, where: str) -> None:
+    """TypeError/ValueError for keyword arguments that ``module.apply`` would not pass to the
+    method it calls, or that make it something other than a deterministic function of x."""
+    import inspect
+
+    for name, why in (("mutable", "it returns the updated collections with the output (batch "
+                       "norm in training mode)"), ("rngs", "a random function of x has no NTK "
+                       "(dropout: pass deterministic=True)"), ("capture_intermediates",
+                       "it returns the intermediates with the output")):
+        if name in kwargs:
+            raise ValueError(f"{where}: expected no {name}= (the NTK is of a deterministic "
+                             f"function x -> output), got {name}={kwargs[name]!r}: {why}")
+    method = kwargs.get("method", None)
+    target = getattr(module, method) if isinstance(method, str) else (method or module.__call__)
+    call = {k: v for k, v in kwargs.items() if k != "method"}
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # a builtin or C method: nothing to check against
+        return
+    try:
+        signature.bind_partial(None, **call)  # None: the input x
+    except TypeError as err:
+        names = [p for p in signature.parameters if p != "self"][1:]
+        raise TypeError(f"{where}: expected keyword arguments of {type(module).__name__}."
+                        f"{getattr(target, '__name__', '__call__')}({', '.join(names)}), got "
+                        f"{sorted(call)}: {err}") from None
+
+
+def _check_fit(module, params, x, apply_kwargs, where: str) -> None:
+    """ValueError unless ``params`` has the paths and shapes ``module.init`` gives for inputs
+    like x (flax ignores parameters the module never asks for: another model's variables with
+    these and more would pass unseen)."""
+    import jax
+
+    key = jax.random.PRNGKey(0)
+    shapes = jax.eval_shape(lambda: module.init({"params": key, "dropout": key}, x, **apply_kwargs))
+    got, want = _signature(params), _signature(shapes.get("params", {}))
+    if got != want:
+        raise ValueError(f"{where}: expected variables['params'] of this module (module.init "
+                         f"gives {len(want)} leaves for these inputs), got {len(got)}: "
+                         f"{_differences(got, want)} (the variables of another model?)")
+
+
 # ------------------------------------------------------------------------------ flax linen
 def from_flax(module, variables, **apply_kwargs) -> ModelNet:
     """A Flax linen module and its variables as an NTK-ready ``ModelNet``, eq. (1).
@@ -118,11 +198,16 @@ def from_flax(module, variables, **apply_kwargs) -> ModelNet:
       ``.params`` (θ), ``.n_params`` and ``.empirical_ntk(x1, x2=None)``.
 
     Raises:
-      TypeError: module not a linen Module; variables not a mapping.
+      TypeError: module not a linen Module; variables not a mapping; a keyword argument that
+        the module's ``__call__`` (or ``method``) does not take.
       ValueError: no ``"params"`` collection (e.g. ``variables["params"]`` passed instead of
-        the whole dict), no parameter, or a NaN/Inf/non-numeric leaf (named by its path).
-        From ``apply_fn``: variables that do not fit the module, or a module that would
-        update a collection (batch norm in training mode) or needs an RNG (dropout).
+        the whole dict), no parameter, or a NaN/Inf/non-numeric leaf (named by its path);
+        ``mutable``, ``rngs`` or ``capture_intermediates`` (not a deterministic x → output).
+        From ``apply_fn``: variables that do not fit the module (checked against
+        ``module.init``'s shapes on the first call with values: another model's variables,
+        even a superset of this one's), params that are not this model's (paths and shapes),
+        or a module that would update a collection (batch norm in training mode) or needs an
+        RNG (dropout).
       ImportError: flax is not installed (the ``models`` extra).
 
     Example:
@@ -145,10 +230,16 @@ def from_flax(module, variables, **apply_kwargs) -> ModelNet:
         raise ValueError(f"{where}: expected variables with a 'params' collection (the whole "
                          f"dict of module.init(key, x)), got keys {sorted(map(str, variables))}")
     params = _trainable(variables["params"], where, "variables['params']")
+    _check_apply_kwargs(module, apply_kwargs, where)
     rest = {k: v for k, v in variables.items() if k != "params"}
+    fitted = []  # the variables were checked against module.init on the first concrete call
 
     def apply_fn(params, x):
+        _check_structure(params, variables["params"], where)
         try:
+            if not fitted and not _traced(x):
+                _check_fit(module, variables["params"], x, apply_kwargs, where)
+                fitted.append(True)
             return module.apply({**rest, "params": params}, x, **apply_kwargs)
         except errors.FlaxError as e:
             raise ValueError(f"{where}: module.apply failed with these variables (do they fit the "
@@ -178,7 +269,8 @@ def from_nnx(model, *, trainable=None) -> ModelNet:
     Raises:
       TypeError: model not an NNX Module.
       ValueError: a BatchNorm or Dropout in training mode (named by its path); no trainable
-        parameter; a NaN/Inf/non-numeric parameter (named by its path).
+        parameter; a NaN/Inf/non-numeric parameter (named by its path). From ``apply_fn``:
+        params that are not this model's (other paths or shapes).
       ImportError: flax is not installed (the ``models`` extra).
     """
     where = "from_nnx"
@@ -198,7 +290,10 @@ def from_nnx(model, *, trainable=None) -> ModelNet:
     graphdef, params, rest = nnx.split(model, nnx.Param if trainable is None else trainable, ...)
     params = _trainable(params, where, "params")
 
+    reference = params
+
     def apply_fn(params, x):
+        _check_structure(params, reference, where)
         return nnx.merge(graphdef, params, rest)(x)
 
     return ModelNet(apply_fn, params, "flax.nnx")
@@ -229,6 +324,7 @@ def from_equinox(model, state=None, *, trainable=None) -> ModelNet:
       TypeError: model not an Equinox Module; state not an ``eqx.nn.State``.
       ValueError: a BatchNorm or Dropout not in inference mode; a stateful model without
         ``state``; no trainable parameter; a NaN/Inf/non-numeric parameter (named by its path).
+        From ``apply_fn``: params that are not this model's (other paths or shapes).
       ImportError: equinox is not installed (the ``models`` extra).
     """
     where = "from_equinox"
@@ -258,7 +354,10 @@ def from_equinox(model, state=None, *, trainable=None) -> ModelNet:
     params, static = eqx.partition(model, eqx.is_inexact_array if trainable is None else trainable)
     params = _trainable(params, where, "params")
 
+    reference = params
+
     def apply_fn(params, x):
+        _check_structure(params, reference, where)
         m = eqx.combine(params, static)
         one = (lambda xi: m(xi)) if state is None else (lambda xi: m(xi, state)[0])
         return jax.vmap(one)(x)

@@ -35,7 +35,7 @@ import numpy as np
 from .._core.arrays import check_finite, check_kernel, check_param_leaves, check_real, float_dtype
 from .._core.x64 import as_jax, dtype_of, on_cpu, scoped_dtype, x64
 
-__all__ = ["empirical_ntk_fn", "StaxNet", "from_stax"]
+__all__ = ["empirical_ntk_fn", "check_per_example", "StaxNet", "from_stax"]
 
 _METHODS = ("jacobian", "ntk_vp")
 
@@ -249,12 +249,17 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
 
     Raises:
       TypeError: apply_fn not callable; memory_budget not a real number; full_outputs not a
-        bool. From ``ntk``: x1, x2 or a parameter leaf complex or not numeric.
+        bool. From ``ntk``: x1, x2 or a parameter leaf complex or not numeric; a parameter
+        leaf that is not floating (integers: the NTK differentiates with respect to every leaf).
       ValueError: unknown method, memory_budget <= 0. From ``ntk``: x1, x2 of different
-        example shapes; NaN/Inf in x1, x2 (the row is named) or in a parameter leaf (its
-        path, e.g. ``params[2][0]``, and the entry); a kernel with NaN/Inf from finite inputs
-        (an overflow, e.g. float32 inputs of size 1e30, or apply_fn itself); the budget cannot
-        hold one example's gradient ("ntk_vp") or one parameter's column ("jacobian").
+        example shapes, or with no example; NaN/Inf in x1, x2 (the row is named) or in a
+        parameter leaf (its path, e.g. ``params[2][0]``, and the entry); an apply_fn that is
+        not one output per example (one number per batch, a dropped example, (O, n) outputs,
+        rows that depend on each other: ``check_per_example``, on up to 4 rows of x1 and of
+        x2, on the first call for each example shape, dtype and parameter structure); a
+        kernel with NaN/Inf from finite inputs (an overflow, e.g. float32 inputs of size
+        1e30, or apply_fn itself); the budget cannot hold one example's gradient ("ntk_vp") or
+        one parameter's column ("jacobian").
     """
     where = "empirical_ntk_fn"
     if method not in _METHODS:
@@ -273,12 +278,20 @@ def empirical_ntk_fn(apply_fn, *, method="jacobian", full_outputs=False, memory_
     vp_jit = jax.jit(lambda p, x1, xs2, full: _ntk_vp_block(apply_fn, p, x1, xs2, full),
                      static_argnames="full")
 
+    probed = set()  # (example shape, dtype, parameter structure) whose contract was checked
+
     def ntk(params, x1, x2=None):
         same = x2 is None
         _check_generic_inputs(params, x1, x2, where)
         leaves = jax.tree_util.tree_leaves(params)
         with scoped_dtype(x1, x2, *leaves), np.errstate(over="ignore", invalid="ignore"):
             x1, x2, params = _cast(params, x1, x2)
+            key = (x1.shape[1:], x1.dtype.name, jax.tree_util.tree_structure(params),
+                   tuple(leaf.shape for leaf in jax.tree_util.tree_leaves(params)))
+            if key not in probed:  # a property of the model: once per shape and structure
+                check_per_example(apply_fn, params, x1, None if same else x2, where)
+                if not _traced(x1):
+                    probed.add(key)
             x2 = x1 if same else x2
             if method == "jacobian":
                 out = _jacobian_ntk(jac_jit, params, x1, x2, same, full_outputs,
@@ -312,10 +325,77 @@ def _check_generic_inputs(params, x1, x2, where):
     if len(shape1) < 1 or len(shape2) < 1 or shape1[1:] != shape2[1:]:
         raise ValueError(f"{where}: expected x1 and x2 of shapes (n1, ...), (n2, ...) with the "
                          f"same example shape, got {tuple(shape1)} and {tuple(shape2)}")
+    for name, shape in (("x1", shape1), ("x2", None if x2 is None else shape2)):
+        if shape is not None and shape[0] == 0:
+            raise ValueError(f"{where}: expected {name} with at least one example, got shape "
+                             f"{tuple(shape)}")
     check_param_leaves(params, where)
+    import jax
+    import jax.numpy as jnp
+
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        dt = dtype_of(leaf)
+        if not jnp.issubdtype(dt, jnp.floating):  # bfloat16 and other ml_dtypes floats too
+            raise TypeError(f"{where}: expected floating parameter leaves (the NTK differentiates "
+                            f"with respect to every leaf; pass integer constants by closure), got "
+                            f"{dt} at params{jax.tree_util.keystr(path)}")
     check_finite(x1, where, "x1")
     if x2 is not None:
         check_finite(x2, where, "x2")
+
+
+#: Rows of x1 (and as many of x2) on which ``check_per_example`` compares the batch's outputs
+#: with those of the examples one at a time.
+PROBE_ROWS = 4
+
+
+def check_per_example(apply_fn, params, x1, x2, where):
+    """The contract of eqs. (1)–(2): ``apply_fn(params, x)`` returns one output per example,
+    shape (n, ...), and output row i depends on x[i] alone (neural-tangents' ``vmap_axes=0``).
+
+    Checked on a probe of up to ``PROBE_ROWS`` rows of x1 and of x2: the batch's output must
+    have the probe's n rows, and agree with the examples evaluated one at a time to
+    √eps·max|output| of the output's dtype (1.5e-8 in float64, 3.5e-4 in float32: the rounding
+    of a differently blocked product, far below what a mixing of rows changes). So a model
+    that returns one number per batch, drops an example, returns (O, n) for (n, O), or mixes
+    the rows (x − x.mean(0), batch statistics) is refused instead of giving a kernel of
+    another function. Skipped under a ``jax.jit`` trace (no values)."""
+    import jax
+    import jax.numpy as jnp
+
+    if _traced(x1, *jax.tree_util.tree_leaves(params), *([] if x2 is None else [x2])):
+        return  # under jax.jit: no values to compare
+    rows = x1[:PROBE_ROWS] if x2 is None else jnp.concatenate([x1[:PROBE_ROWS], x2[:PROBE_ROWS]])
+    k = rows.shape[0]
+    out = jnp.asarray(apply_fn(params, rows))
+    if out.ndim == 0 or out.shape[0] != k:
+        got = "a scalar (one number for the whole batch?)" if out.ndim == 0 else (
+            f"shape {tuple(out.shape)} (an example dropped or added, or outputs of shape (O, n) "
+            "instead of (n, O)?)")
+        raise ValueError(f"{where}: expected apply_fn(params, x) to return one output per example, "
+                         f"shape (n, ...) with n = {k} for {k} rows of x, got {got}")
+    batch = out.reshape(k, -1)
+    if batch.shape[1] == 0:
+        raise ValueError(f"{where}: expected at least one output per example, got shape "
+                         f"{tuple(out.shape)}")
+    single = [jnp.asarray(apply_fn(params, rows[i:i + 1])) for i in range(k)]
+    if any(o.shape != (1,) + out.shape[1:] for o in single):
+        shapes = sorted({tuple(o.shape) for o in single})
+        raise ValueError(f"{where}: expected apply_fn(params, x) of one example to have shape "
+                         f"(1,) + {tuple(out.shape[1:])} (that of a batch's row), got {shapes}")
+    single = jnp.concatenate([o.reshape(1, -1) for o in single])
+    with np.errstate(invalid="ignore", over="ignore"):
+        a, b = np.asarray(batch, np.float64), np.asarray(single, np.float64)
+        diff = float(np.max(np.abs(a - b)))
+        scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))), np.finfo(np.float64).tiny)
+    rtol = math.sqrt(float(jnp.finfo(out.dtype).eps))
+    if not diff <= rtol * scale:  # NaN too
+        raise ValueError(
+            f"{where}: expected apply_fn to act on the examples independently (output row i a "
+            f"function of x[i] alone: no batch statistics, no centring or mixing of rows), got "
+            f"outputs of a batch of {k} that differ from those of the examples one at a time by "
+            f"{diff:.3g} (max |output| {scale:.3g}, tolerance {rtol:.2g} relative); a model in "
+            "training mode (batch norm), or outputs of shape (O, n) instead of (n, O)?")
 
 
 def _cast(params, x1, x2):

@@ -9,22 +9,27 @@ and layer ℓ,
 
     conv:   c′ = s_w²·conv(c) + s_b²,  D′ = s_w²·conv(D),  C′ = [trainable]·c′ + s_w²·conv(C),
             G′ = [trainable]·D′ + s_w²·conv(G)
-    leaky:  θ = 2 atan(√(min(u₋, u₊)/max(u₋, u₊))) (or π minus it), u∓ = 1 ∓ cos θ from the gap
-            (``ntkcond.activations._bivariate``), M = a²c + b²√(q₁q₂)(1 − k),
-            D′ = a²D + b²(½s² + √(q₁q₂)k), C′ = (a² + b²(1 − 2θ/π))·C, G′ = (a² + b²)·G + 2b²θ/π·C
+    leaky:  u₋ = 1 − cos θ = (D − ½s²)/√(q₁q₂), u₊ = 1 + cos θ (``ntkcond.activations.
+            _bivariate``), ψ = min(θ, π − θ) from lo = min(u₋, u₊) = 1 − cos ψ,
+            k = lo − (2/π)(sin ψ − ψ cos ψ),
+            M = a²c + b²√(q₁q₂)(1 − k),  D′ = a²D + b²(½s² + √(q₁q₂)k),
+            C′ = (a² + b²(1 − 2θ/π))·C,  G′ = (a² + b²)·G + (2/π)b²θ·C
 
-(1 − k = cos of the nearer of θ, π − θ plus 2(sin − angle·cos)/π of it, ``sin_minus_angle_cos``'s
-series below 1 rad). The arctangent is fdlibm's (error < 1 ulp) written without branches, so
-that the compiler vectorises the loop; everything else is the layer maps' arithmetic in the
-same order. The per-image diagonals (variances q and Θ(x, x) per pixel, at every stage) come
-first from a cheap pass over the images; the pairs then need only their own c, D, C, G.
+with s = √q₁ − √q₂. ψ = 2 asin(√u) and sin ψ − ψ cos ψ, u = lo/2 ∈ [0, ½], are √u and u√u
+times two polynomials in u (``ASIN_COEFFS``, ``SMAC_COEFFS``: Chebyshev interpolants of degree
+20 and 18, within 1.2e-16 and 1.4e-16 relative, checked against mpmath by the tests): no
+cancellation at small angles, one square root, no branch, so that the compiler vectorises the
+loops (8 pairs per 512-bit vector: ``LANES`` column images per work item). The filter sums are
+the layer maps' (the same order); a·b + c may be fused (FMA). The per-image diagonals
+(variances q and Θ(x, x) per pixel, at every stage) come first from a cheap pass over the
+images; the pairs then carry only their own c, D, C (and G for gradient angles).
 
 ``ConvChain.of(network)`` recognises the nets this path takes (``None`` for any other:
 pooling inside the chain, other activations, residual branches take the layer maps). The
 engine (``ntkcond.infinite.engine.evaluate_images``) uses it where the per-image diagonals stay
 within [2^−RANGE_BITS, 2^RANGE_BITS] (the layer maps' power-of-two rescaling is then never
-triggered, so both routes compute the same numbers); the layers after the read-out run as
-layer maps on the resulting ``PairState``.
+triggered); the layers after the read-out run as layer maps on the resulting ``PairState``.
+The two routes agree to ~1e-15 of the scale (``tests/test_conv.py``).
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ import math
 
 import numpy as np
 
-from ..activations.leaky import SMC_COEFFS, SMC_SERIES_BELOW, Activation
+from ..activations.leaky import Activation
 from ..network.conv import Conv, Flatten, GlobalAvgPool
 from ..network.layers import Identity, Nonlinearity, leaves
 from ..network.spatial import output_size, padding_before
@@ -47,6 +52,10 @@ __all__ = ["ConvChain", "RANGE_BITS"]
 RANGE_BITS = 200
 
 _CONV, _LEAKY = 0, 1
+
+#: The first convolution's gaps are recomputed as sums of squares where the Gram form's gap
+#: is below this fraction of ½(|π|² + |π′|²) (near-duplicate patches).
+REFINE = 1e-3
 
 #: Column images per work item of the diagonal mode (one 512-bit vector of float64).
 LANES = 8
@@ -250,23 +259,14 @@ def _items(n1: int, n2: int, upper: bool):
 
 from numba import get_num_threads, njit, prange  # noqa: E402,F401
 
-_SMC_BELOW = float(SMC_SERIES_BELOW)
 _PI = math.pi
+_TWO_OVER_PI = 2.0 / math.pi
 
-
-# sin θ − θ cos θ's Taylor coefficients (``SMC_COEFFS``) as compile-time constants, highest first.
-(_S13, _S12, _S11, _S10, _S9, _S8, _S7, _S6, _S5, _S4, _S3, _S2, _S1) = SMC_COEFFS[::-1]
-
-
-@njit(inline="always", error_model="numpy", cache=True)
-def _smac(angle, sin_angle, cos_angle):
-    """sin θ − θ cos θ (the 13-term series below 1 rad, else the direct form)."""
-    t = angle * angle
-    series = ((((((((((((_S13 * t + _S12) * t + _S11) * t + _S10) * t + _S9) * t + _S8) * t
-                     + _S7) * t + _S6) * t + _S5) * t + _S4) * t + _S3) * t + _S2) * t + _S1)
-    series = series * angle * t
-    direct = sin_angle - angle * cos_angle
-    return series if angle < _SMC_BELOW else direct
+#: numba's options for every kernel here: numpy's error model (IEEE results, no
+#: ZeroDivisionError branches, so divisions vectorise), cached on disk, and a·b + c fused
+#: into one rounding (FMA) where the compiler can: a last-bit difference from the layer
+#: maps, never a loss of accuracy.
+_JIT = dict(error_model="numpy", cache=True, fastmath={"contract"})
 
 
 # asin(√u)/√u on u ∈ [0, ½] (max error 1.2e-16 relative, checked against mpmath by the tests):
@@ -281,18 +281,37 @@ ASIN_COEFFS = (1.0, 0.16666666666666616, 0.075000000000152, 0.04464285712523146,
  _A17, _A18, _A19, _A20) = ASIN_COEFFS
 
 
-@njit(inline="always", error_model="numpy", cache=True)
+# (sin ψ − ψ cos ψ)/u^{3/2} with ψ = 2 asin(√u), u ∈ [0, ½] (max error 1.4e-16 relative,
+# checked against mpmath by the tests): degree-18 Chebyshev interpolation, monomial form.
+SMAC_COEFFS = (2.6666666666666665, 0.2666666666666642, 0.08571428571487523,
+               0.03968253962674129, 0.022095962378004076, 0.013767398176619932,
+               0.009256499967550243, 0.006547959577044505, 0.005105142618584343,
+               0.0018974993755190102, 0.013290595138962497, -0.04258875759914789,
+               0.15013277875291267, -0.36861586305266997, 0.6907166883722825,
+               -0.9288105281041379, 0.8630607609425247, -0.49408507840869326,
+               0.13562081833841125)
+(_M0, _M1, _M2, _M3, _M4, _M5, _M6, _M7, _M8, _M9, _M10, _M11, _M12, _M13, _M14, _M15, _M16,
+ _M17, _M18) = SMAC_COEFFS
+
+
+@njit(inline="always", **_JIT)
 def _half_angle(lo):
-    """The angle ψ ∈ [0, π/2] with 1 − cos ψ = lo ∈ [0, 1]: 2 asin(√(lo/2)) (polynomial)."""
+    """(ψ, sin ψ − ψ cos ψ) for the angle ψ ∈ [0, π/2] with 1 − cos ψ = lo ∈ [0, 1]:
+    ψ = 2 asin(√u), u = lo/2, as √u times a polynomial in u, and sin ψ − ψ cos ψ as u√u
+    times another (no cancellation, no other square root)."""
     u = 0.5 * lo
+    su = math.sqrt(u)
     p = (((((((((((((((((((_A20 * u + _A19) * u + _A18) * u + _A17) * u + _A16) * u + _A15)
                        * u + _A14) * u + _A13) * u + _A12) * u + _A11) * u + _A10) * u + _A9)
                  * u + _A8) * u + _A7) * u + _A6) * u + _A5) * u + _A4) * u + _A3) * u + _A2)
          * u + _A1) * u + _A0
-    return 2.0 * math.sqrt(u) * p
+    m = (((((((((((((((((_M18 * u + _M17) * u + _M16) * u + _M15) * u + _M14) * u + _M13) * u
+                    + _M12) * u + _M11) * u + _M10) * u + _M9) * u + _M8) * u + _M7) * u + _M6)
+              * u + _M5) * u + _M4) * u + _M3) * u + _M2) * u + _M1) * u + _M0
+    return 2.0 * su * p, u * su * m
 
 
-@njit(inline="always", error_model="numpy", cache=True)
+@njit(inline="always", **_JIT)
 def _leaky(sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     """One entry of the leaky dual, (c′, D′, C′, G′), from the pre-activations' √q and 1/√q
     (0 for q = 0) of both sides."""
@@ -303,19 +322,18 @@ def _leaky(sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     um = min(max((D - 0.5 * s * s) * ir, 0.0), 2.0) if pos else 0.0
     up = min(max((r + c) * ir, 0.0), 2.0) if pos else 2.0
     small = um <= up
-    lo = um if small else up
-    near = _half_angle(min(lo, 1.0))
+    lo = min(um if small else up, 1.0)
+    near, smac = _half_angle(lo)
     theta = near if small else _PI - near
-    sin_t = math.sqrt(um * up)
-    omk = lo - 2.0 * _smac(near, sin_t, 1.0 - lo) / _PI
+    omk = lo - _TWO_OVER_PI * smac
     M = a2 * c + b2 * r * (1.0 - omk)
     gap = a2 * D + b2 * (0.5 * s * s + r * omk)
-    Cn = (a2 + b2 * (1.0 - 2.0 * theta / _PI)) * C
-    Gn = ((a2 + b2) * G + (2.0 * b2 * theta / _PI) * C) if angles else 0.0
+    Cn = (a2 + b2 * (1.0 - _TWO_OVER_PI * theta)) * C
+    Gn = ((a2 + b2) * G + (_TWO_OVER_PI * b2 * theta) * C) if angles else 0.0
     return M, gap, Cn, Gn
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _conv1(src, h, w, kh, kw, sh, sw, ph, pw, circ, oh, ow, pad, tmp, dst):
     """Eq. (1) on one per-pixel array (h·w,) → (oh·ow,): padded, summed over the filter's rows
     then columns (the layer maps' order: 0 + a₀ + a₁ + …), divided by k_h·k_w."""
@@ -359,7 +377,7 @@ def _conv1(src, h, w, kh, kw, sh, sw, ph, pw, circ, oh, ow, pad, tmp, dst):
             dst[row + x] = dst[row + x] / inv
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _selves(x, iops, fops):
     n, h, w, ch = x.shape
     nops = iops.shape[0]
@@ -403,74 +421,14 @@ def _selves(x, iops, fops):
     return Q, A
 
 
-@njit(inline="always", error_model="numpy", cache=True)
-def _mean(a, n):
-    """Σ a[:n]/n, compensated (Neumaier)."""
-    s = 0.0
-    comp = 0.0
-    for k in range(n):
-        v = a[k]
-        t = s + v
-        if abs(s) >= abs(v):
-            comp += (s - t) + v
-        else:
-            comp += (v - t) + s
-        s = t
-    return (s + comp) / n
-
-
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _add(dst, src):
     """dst += src (equal sizes)."""
     for t in range(dst.size):
         dst[t] += src[t]
 
 
-@njit(error_model="numpy", cache=True)
-def _conv_block(src, h, w, V, kh, kw, sh, sw, ph, pw, circ, oh, ow, tmp, dst):
-    """Eq. (1) (``ntkcond.network.spatial``) on an array (h, w, V) flattened: V values per
-    pixel (LANES pairs of one component in the diagonal mode, a row of pixel pairs in the full
-    mode), summed over the filter's rows then its columns (0 + a₀ + a₁ + …, the terms outside
-    a SAME image being zeros: the layer maps' sums, bit for bit) into dst (oh, ow, V), divided
-    by k_h·k_w. The loops run over contiguous slices (indices from ``range``: no negative-index
-    handling), so that they vectorise."""
-    R = w * V
-    for y in range(oh):
-        trow = tmp[y * R:(y + 1) * R]
-        trow[:] = 0.0
-        for d in range(kh):
-            sy = sh * y + d - ph
-            if circ:
-                sy = sy % h
-            elif sy < 0 or sy >= h:
-                continue
-            _add(trow, src[sy * R:(sy + 1) * R])
-    inv = float(kh * kw)
-    RO = ow * V
-    for y in range(oh):
-        drow = dst[y * RO:(y + 1) * RO]
-        trow = tmp[y * R:(y + 1) * R]
-        drow[:] = 0.0
-        for d in range(kw):
-            if sw == 1 and not circ:
-                shift = d - pw
-                x0 = max(0, -shift)
-                x1 = min(ow, w - shift)
-                if x1 > x0:
-                    _add(drow[x0 * V:x1 * V], trow[(x0 + shift) * V:(x1 + shift) * V])
-            else:
-                for x in range(ow):
-                    sx = sw * x + d - pw
-                    if circ:
-                        sx = sx % w
-                    elif sx < 0 or sx >= w:
-                        continue
-                    _add(drow[x * V:(x + 1) * V], trow[sx * V:(sx + 1) * V])
-        for t in range(RO):
-            drow[t] = drow[t] / inv
-
-
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _dual_flat(n, sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     """The leaky dual on n entries in place (every argument a flat array of n values)."""
     for k in range(n):
@@ -482,7 +440,7 @@ def _dual_flat(n, sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
         G[k] = Gn
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _affine(n, sw2, sb2, tr, bc, bD, bC, bG, c, D, C, G, angles):
     """The weight layer's map after its filter sums: c = s_w²·Σc + s_b², D = s_w²·ΣD,
     C = s_w²·ΣC + [trainable]·c, G = s_w²·ΣG + [trainable]·D."""
@@ -500,7 +458,7 @@ def _affine(n, sw2, sb2, tr, bc, bD, bC, bG, c, D, C, G, angles):
 BLOCK = 32
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _block_means(c, D, C, G, n, out):
     """out[f, l] = mean over pixels p < n of component f (c, D, C, G) of lane l, each array
     (pixels, LANES) flattened, summed in blocks of BLOCK pixels."""
@@ -522,7 +480,7 @@ def _block_means(c, D, C, G, n, out):
             out[f, l] = out[f, l] / n
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _diag_capture(out, i, g, n2, upper, slot, c, D, C, G, P, sums):
     """The read-out means of a work item's current stage into out[i, j, slot] (lanes j)."""
     L = LANES
@@ -534,39 +492,105 @@ def _diag_capture(out, i, g, n2, upper, slot, c, D, C, G, P, sums):
                 out[i, j, slot, f] = sums[f, l]
 
 
-@njit(parallel=True, error_model="numpy", cache=True)
+@njit(**_JIT)
+def _affine_sums(n, inv, sw2, sb2, tr, bc, bD, bC, bG, c, D, C, G, angles):
+    """``_affine`` of filter sums divided by the filter size ``inv`` (Σ/k, then the map)."""
+    for k in range(n):
+        cn = sw2 * (bc[k] / inv) + sb2
+        dn = sw2 * (bD[k] / inv)
+        c[k] = cn
+        D[k] = dn
+        C[k] = sw2 * (bC[k] / inv) + tr * cn
+        G[k] = (sw2 * (bG[k] / inv) + tr * dn) if angles else 0.0
+
+
+@njit(**_JIT)
+def _conv_rows(src, dst, h, w, kh, kw, sh, sw, ph, pw, circ, oh, ow, sw2, sb2, tr, angles, T,
+               O):
+    """One convolution of the diagonal mode, row by row: src (4, h·w·LANES) → dst
+    (4, oh·ow·LANES) (c, D, C, G of a work item), eq. (1) summed over the filter's rows then
+    its columns (the layer maps' sums: the padding's zeros skipped, which adds nothing), then
+    the weight layer's affine map. T (4, w·L), O (4, ow·L): row buffers."""
+    L = LANES
+    R = w * L
+    RO = ow * L
+    nc = 4 if angles else 3
+    inv = float(kh * kw)
+    for y in range(oh):
+        for f in range(nc):
+            t = T[f, :R]
+            first = True
+            for d in range(kh):
+                sy = sh * y + d - ph
+                if circ:
+                    sy = sy % h
+                elif sy < 0 or sy >= h:
+                    continue
+                row = src[f, sy * R:(sy + 1) * R]
+                if first:
+                    t[:] = row
+                    first = False
+                else:
+                    _add(t, row)
+            if first:
+                t[:] = 0.0
+            o = O[f, :RO]
+            o[:] = 0.0
+            for d in range(kw):
+                if sw == 1 and not circ:
+                    shift = d - pw
+                    x0 = max(0, -shift)
+                    x1 = min(ow, w - shift)
+                    if x1 > x0:
+                        _add(o[x0 * L:x1 * L], t[(x0 + shift) * L:(x1 + shift) * L])
+                else:
+                    for x in range(ow):
+                        sx = sw * x + d - pw
+                        if circ:
+                            sx = sx % w
+                        elif sx < 0 or sx >= w:
+                            continue
+                        _add(o[x * L:(x + 1) * L], t[sx * L:(sx + 1) * L])
+        base = y * RO
+        dc, dD = dst[0, base:base + RO], dst[1, base:base + RO]
+        dC, dG = dst[2, base:base + RO], dst[3, base:base + RO]
+        _affine_sums(RO, inv, sw2, sb2, tr, O[0], O[1], O[2], O[3], dc, dD, dC, dG, angles)
+
+
+@njit(parallel=True, **_JIT)
 def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, angles,
                 cap, ncap, threads):
     """The diagonal mode's read-out means for work items (i, g): row image x1[i] against the
     LANES column images of group g (x2g: (groups, pixels, channels, LANES); S2g, I2g: their √q
     and 1/√q, (stages, groups, pixels, LANES)). Each component (c, D, C, G) of a work item is
     an array (pixels, LANES), C-contiguous, indexed by ``range`` variables only (no
-    negative-index handling: the loops vectorise). Returns (n1, n2, 4): the means of c, D, C,
-    G over the last stage's pixels (``upper``: j ≥ i only)."""
+    negative-index handling: the loops vectorise); convolutions run row by row
+    (``_conv_rows``). Returns (n1, n2, ncap, 4): the means of c, D, C, G over
+    the pixels of each captured stage (stage s in slot cap[s] ≥ 0; ``upper``: j ≥ i only)."""
     L = LANES
     n1, h, w, ch = x1.shape
     P0 = h * w
     nops = iops.shape[0]
     pmax = S1.shape[2]
-    tmax = 1
+    wmax = w
     for o in range(nops):
-        tmax = max(tmax, iops[o, 10] * iops[o, 9])
+        wmax = max(wmax, iops[o, 9], iops[o, 11])
     K = rows.size
     out = np.zeros((n1, n2, ncap, 4))
     threads = max(1, min(threads, K))
     for thread in prange(threads):  # one set of buffers per thread, items dealt in turn
         n = pmax * L
-        c, D, C, G = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
-        bc, bD, bC, bG = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
+        st = np.zeros((2, 4, n))
         s1, i1 = np.empty(n), np.empty(n)
-        tmp = np.empty(tmax * L)
+        T, O = np.zeros((4, wmax * L)), np.zeros((4, wmax * L))
         sums = np.empty((4, L))
         for k in range(thread, K, threads):
             i, g = rows[k], groups[k]
             X2 = x2g[g]
             xi = x1[i].reshape(P0, ch)
-            cv = c[:P0 * L].reshape(P0, L)
-            dv = D[:P0 * L].reshape(P0, L)
+            cur = 0
+            cv = st[0, 0, :P0 * L].reshape(P0, L)
+            dv = st[0, 1, :P0 * L].reshape(P0, L)
             for p in range(P0):
                 for l in range(L):
                     cv[p, l] = 0.0
@@ -580,24 +604,19 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                 for l in range(L):
                     cv[p, l] = cv[p, l] / ch
                     dv[p, l] = 0.5 * dv[p, l] / ch
-            C[:] = 0.0
-            G[:] = 0.0
+            st[0, 2, :] = 0.0
+            st[0, 3, :] = 0.0
             if cap[0] >= 0:
-                _diag_capture(out, i, g, n2, upper, cap[0], c, D, C, G, P0, sums)
+                _diag_capture(out, i, g, n2, upper, cap[0], st[0, 0], st[0, 1], st[0, 2],
+                              st[0, 3], P0, sums)
             for o in range(nops):
                 hin, win, hout, wout = iops[o, 8], iops[o, 9], iops[o, 10], iops[o, 11]
                 P = hout * wout
                 if iops[o, 0] == _CONV:
-                    kh, kw, sh, sw = iops[o, 1], iops[o, 2], iops[o, 3], iops[o, 4]
-                    ph, pw, circ = iops[o, 5], iops[o, 6], iops[o, 7]
-                    _conv_block(c, hin, win, L, kh, kw, sh, sw, ph, pw, circ, hout, wout, tmp, bc)
-                    _conv_block(D, hin, win, L, kh, kw, sh, sw, ph, pw, circ, hout, wout, tmp, bD)
-                    _conv_block(C, hin, win, L, kh, kw, sh, sw, ph, pw, circ, hout, wout, tmp, bC)
-                    if angles:
-                        _conv_block(G, hin, win, L, kh, kw, sh, sw, ph, pw, circ, hout, wout,
-                                    tmp, bG)
-                    _affine(P * L, fops[o, 0], fops[o, 1], fops[o, 2], bc, bD, bC, bG, c, D, C,
-                            G, angles)
+                    _conv_rows(st[cur], st[1 - cur], hin, win, iops[o, 1], iops[o, 2],
+                               iops[o, 3], iops[o, 4], iops[o, 5], iops[o, 6], iops[o, 7], hout,
+                               wout, fops[o, 0], fops[o, 1], fops[o, 2], angles, T, O)
+                    cur = 1 - cur
                 else:
                     r1, r2 = S1[i, o], I1[i, o]
                     v1 = s1[:P * L].reshape(P, L)
@@ -608,13 +627,15 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                             v1[p, l] = a
                             v2[p, l] = b
                     _dual_flat(P * L, s1, i1, S2g[o, g].reshape(-1), I2g[o, g].reshape(-1),
-                               c, D, C, G, fops[o, 3], fops[o, 4], angles)
+                               st[cur, 0], st[cur, 1], st[cur, 2], st[cur, 3], fops[o, 3],
+                               fops[o, 4], angles)
                 if cap[o + 1] >= 0:
-                    _diag_capture(out, i, g, n2, upper, cap[o + 1], c, D, C, G, P, sums)
+                    _diag_capture(out, i, g, n2, upper, cap[o + 1], st[cur, 0], st[cur, 1],
+                                  st[cur, 2], st[cur, 3], P, sums)
     return out
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _dual_row(n, sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     """The leaky dual on n entries in place: one row pixel (√q, 1/√q scalars) against n
     column pixels (flat arrays)."""
@@ -626,79 +647,166 @@ def _dual_row(n, sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
         G[k] = Gn
 
 
-@njit(error_model="numpy", cache=True)
-def _pad_pairs(src, h, w, hp, wp, ph, pw, circ, fill_r, fill_c, pad):
-    """A pixel-pair array (h, w, h, w) padded on both sides to (hp, wp, hp, wp): wrapped
-    (``circ``), else zeros, except that a pair with one side inside the image gets that side's
-    ``fill_r[p]`` / ``fill_c[p′]`` (½q for a gap: the gap of a pixel and a zero)."""
+@njit(**_JIT)
+def _row_pair_sums(src, fr, fc, gap, h, w, P, a, a2, in_a, in_a2, wp, pw, circ, row):
+    """row[x″·wp + x‴] += the padded pixel pair ((a, x″ − pw), (a2, x‴ − pw)) of the
+    pixel-pair array src (P = h·w per side): the value where both pixels are inside, for a gap
+    array (``gap``) ½q of the side inside where one is (fr, fc: ½q of the rows' and columns'
+    pixels), 0 where both are outside (nothing added). CIRCULAR: wrapped, always inside."""
+    for xx in range(wp):
+        b = xx - pw
+        if circ:
+            b = b % w
+        inside = in_a and 0 <= b < w
+        t = row[xx * wp:(xx + 1) * wp]
+        if inside and in_a2:
+            base = (a * w + b) * P + a2 * w
+            if circ:
+                for xx2 in range(wp):
+                    t[xx2] += src[base + (xx2 - pw) % w]
+                continue
+            lo = min(pw, wp)
+            hi = min(pw + w, wp)
+            if gap:
+                v = fr[a * w + b]
+                for xx2 in range(lo):
+                    t[xx2] += v
+                for xx2 in range(hi, wp):
+                    t[xx2] += v
+            _add(t[lo:hi], src[base + lo - pw:base + hi - pw])
+        elif inside and gap:  # the column side's row is outside: its pixel is a zero
+            v = fr[a * w + b]
+            for xx2 in range(wp):
+                t[xx2] += v
+        elif in_a2 and gap:  # the row side is outside, the column side inside where it is
+            for xx2 in range(wp):
+                b2 = xx2 - pw
+                if circ:
+                    b2 = b2 % w
+                if 0 <= b2 < w:
+                    t[xx2] += fc[a2 * w + b2]
+
+
+@njit(**_JIT)
+def _conv_pair_rows(src, dst, fr, fc, gap, h, w, kh, kw, sh, sw, ph, pw, circ, oh, ow, y, y2,
+                    T):
+    """Eq. (1) of ``ntkcond.network.spatial`` on one output row pair (y, y2) of a pixel-pair
+    array: T (wp, wp) = Σ over the filter's rows of the padded row pairs (``_row_pair_sums``),
+    then dst[(y, x), (y2, x′)] = Σ over its columns of T[s·x + δ, s·x′ + δ], divided by
+    k_h·k_w — the layer maps' sums in their order (the padding's zeros skipped, which adds
+    nothing), a block of (wp)² values in cache instead of padded copies of the whole array."""
+    P = h * w
+    Pout = oh * ow
+    wp = (ow - 1) * sw + kw
+    Tb = T[:wp * wp]
+    Tb[:] = 0.0
+    for d in range(kh):
+        a = sh * y + d - ph
+        a2 = sh * y2 + d - ph
+        if circ:
+            a, a2 = a % h, a2 % h
+        in_a, in_a2 = 0 <= a < h, 0 <= a2 < h
+        if in_a or in_a2:
+            _row_pair_sums(src, fr, fc, gap, h, w, P, a, a2, in_a, in_a2, wp, pw, circ, Tb)
+    inv = float(kh * kw)
+    for x in range(ow):
+        base = (y * ow + x) * Pout + y2 * ow
+        out = dst[base:base + ow]
+        out[:] = 0.0
+        for d in range(kw):
+            r0 = (sw * x + d) * wp + d
+            if sw == 1:
+                _add(out, Tb[r0:r0 + ow])
+            else:
+                for x2 in range(ow):
+                    out[x2] += Tb[r0 + sw * x2]
+        for x2 in range(ow):
+            out[x2] = out[x2] / inv
+
+
+@njit(**_JIT)
+def _pad_pair_array(src, fr, fc, gap, h, w, ph, pw, hp, wp, Pad):
+    """The pixel-pair array src (h, w, h, w) padded to (hp, wp, hp, wp) as the layer maps pad
+    it (``ntkcond.network.spatial._pad_full``): zeros, and for a gap array ½q of the side
+    inside (fr, fc) where one pixel of the pair is outside the image."""
     P = h * w
     WP = hp * wp
-    for y in range(hp):
-        sy = y - ph
-        for x in range(wp):
-            sx = x - pw
-            row = pad[(y * wp + x) * WP:(y * wp + x + 1) * WP]
-            if circ:
-                r = (sy % h) * w + (sx % w)
-                for y2 in range(hp):
-                    s2 = (y2 - ph) % h
-                    for x2 in range(wp):
-                        row[y2 * wp + x2] = src[r * P + s2 * w + (x2 - pw) % w]
-                continue
-            r_in = 0 <= sy < h and 0 <= sx < w
-            r = sy * w + sx
-            for y2 in range(hp):
-                s2 = y2 - ph
-                for x2 in range(wp):
-                    t2 = x2 - pw
-                    c_in = 0 <= s2 < h and 0 <= t2 < w
-                    if r_in and c_in:
-                        row[y2 * wp + x2] = src[r * P + s2 * w + t2]
-                    elif r_in:
-                        row[y2 * wp + x2] = fill_r[r]
-                    elif c_in:
-                        row[y2 * wp + x2] = fill_c[s2 * w + t2]
+    for a in range(hp):
+        ra = a - ph
+        for b in range(wp):
+            rb = b - pw
+            left = 0 <= ra < h and 0 <= rb < w
+            row = Pad[(a * wp + b) * WP:(a * wp + b + 1) * WP]
+            vr = fr[ra * w + rb] if (left and gap) else 0.0
+            for a2 in range(hp):
+                r2 = a2 - ph
+                seg = row[a2 * wp:(a2 + 1) * wp]
+                if 0 <= r2 < h:
+                    if gap and not left:  # only the column pixel can be inside: its ½q
+                        for b2 in range(pw):
+                            seg[b2] = 0.0
+                        seg[pw:pw + w] = fc[r2 * w:(r2 + 1) * w]
+                        for b2 in range(pw + w, wp):
+                            seg[b2] = 0.0
+                    elif left:
+                        for b2 in range(pw):
+                            seg[b2] = vr
+                        seg[pw:pw + w] = src[(ra * w + rb) * P + r2 * w:(ra * w + rb) * P + (r2 + 1) * w]
+                        for b2 in range(pw + w, wp):
+                            seg[b2] = vr
                     else:
-                        row[y2 * wp + x2] = 0.0
+                        seg[:] = 0.0
+                else:
+                    seg[:] = vr
 
 
-@njit(error_model="numpy", cache=True)
-def _conv_pairs(pad, hp, wp, kh, kw, sh, sw, oh, ow, tmp, dst):
-    """Eq. (1) on a padded pixel-pair array (hp, wp, hp, wp): the same filter offset on both
-    sides, summed over the filter's rows then its columns (the layer maps' order), into dst
-    (oh, ow, oh, ow), divided by k_h·k_w. tmp holds (oh, wp, oh, wp)."""
+@njit(**_JIT)
+def _conv_pairs_all(Pads, hp, wp, kh, kw, oh, ow, TL, outP, state, sw2, sb2, tr, nc, act, a2, b2,
+                    s1, i1, s2, i2, angles):
+    """``_conv_pairs_long`` for the nc components at once (Pads (nc, …): each padded), row
+    pixel by row pixel, and with ``act`` the leaky dual of the activation that follows on each
+    row pixel's new values while they are in cache (s1, i1: √q, 1/√q of the row image's
+    output pixels; s2, i2 the column image's), into ``state`` (4, P²): c, D, C, G in turn
+    (C's and G's trained terms read the new c and D)."""
     WP = hp * wp
-    TW = oh * wp
-    for y in range(oh):
-        for x in range(wp):
-            trow = tmp[(y * wp + x) * TW:(y * wp + x + 1) * TW]
-            trow[:] = 0.0
-            for d in range(kh):
-                prow = pad[((sh * y + d) * wp + x) * WP:((sh * y + d) * wp + x + 1) * WP]
-                for y2 in range(oh):
-                    a = trow[y2 * wp:(y2 + 1) * wp]
-                    b = prow[(sh * y2 + d) * wp:(sh * y2 + d + 1) * wp]
-                    _add(a, b)
-    OW = oh * ow
+    run = oh * wp
+    Pout = oh * ow
     inv = float(kh * kw)
+    stride = run + kw
     for y in range(oh):
+        for f in range(nc):
+            for xx in range(wp):
+                t = TL[f, xx * stride:xx * stride + run]
+                base = ((y * wp) + xx) * WP
+                t[:] = Pads[f, base:base + run]
+                for d in range(1, kh):
+                    b = ((y + d) * wp + xx) * WP + d * wp
+                    _add(t, Pads[f, b:b + run])
         for x in range(ow):
-            drow = dst[(y * ow + x) * OW:(y * ow + x + 1) * OW]
-            drow[:] = 0.0
-            for d in range(kw):
-                trow = tmp[(y * wp + sw * x + d) * TW:(y * wp + sw * x + d + 1) * TW]
+            base = (y * ow + x) * Pout
+            for f in range(nc):
+                o = outP[:run]
+                o[:] = TL[f, x * stride:x * stride + run]
+                for d in range(1, kw):
+                    td = TL[f, (x + d) * stride + d:(x + d) * stride + d + run - d]
+                    _add(o[:run - d], td)
+                add = sb2 if f == 0 else 0.0
+                tf = tr if f >= 2 else 0.0
+                prev = state[0 if f == 2 else 1, base:base + Pout]
+                dst = state[f, base:base + Pout]
                 for y2 in range(oh):
-                    a = drow[y2 * ow:(y2 + 1) * ow]
-                    if sw == 1:
-                        _add(a, trow[y2 * wp + d:y2 * wp + d + ow])
-                    else:
-                        for x2 in range(ow):
-                            a[x2] += trow[y2 * wp + sw * x2 + d]
-            for t in range(OW):
-                drow[t] = drow[t] / inv
+                    seg = dst[y2 * ow:(y2 + 1) * ow]
+                    pv = prev[y2 * ow:(y2 + 1) * ow]
+                    src = o[y2 * wp:y2 * wp + ow]
+                    for x2 in range(ow):
+                        seg[x2] = sw2 * (src[x2] / inv) + add + tf * pv[x2]
+            if act:
+                _dual_row(Pout, s1[y * ow + x], i1[y * ow + x], s2, i2,
+                          state[0, base:base + Pout], state[1, base:base + Pout],
+                          state[2, base:base + Pout], state[3, base:base + Pout], a2, b2, angles)
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _sum_all(a, n):
     """Σ a[:n] in blocks of BLOCK·BLOCK (two-level summation)."""
     total = 0.0
@@ -711,7 +819,7 @@ def _sum_all(a, n):
     return total
 
 
-@njit(error_model="numpy", cache=True)
+@njit(**_JIT)
 def _full_capture(out, k, slot, c, D, C, G, N):
     """The means over every pixel pair of the current stage into out[k, slot]."""
     out[k, slot, 0] = _sum_all(c, N) / N
@@ -720,7 +828,117 @@ def _full_capture(out, k, slot, c, D, C, G, N):
     out[k, slot, 3] = _sum_all(G, N) / N
 
 
-@njit(parallel=True, error_model="numpy", cache=True)
+@njit(**_JIT)
+def _patches(x, kh, kw, sh, sw, ph, pw, circ, oh, ow, out, sq):
+    """out[p] = the k_h·k_w·C patch of image x (h, w, C) under output pixel p (SAME's zeros,
+    CIRCULAR's wrap), sq[p] = |out[p]|²."""
+    h, w, ch = x.shape
+    for y in range(oh):
+        for xo in range(ow):
+            p = y * ow + xo
+            t = 0
+            s = 0.0
+            for dh in range(kh):
+                a = sh * y + dh - ph
+                for dw in range(kw):
+                    b = sw * xo + dw - pw
+                    if circ:
+                        a2, b2 = a % h, b % w
+                        inside = True
+                    else:
+                        a2, b2 = a, b
+                        inside = 0 <= a < h and 0 <= b < w
+                    for z in range(ch):
+                        v = x[a2, b2, z] if inside else 0.0
+                        out[p, t] = v
+                        s += v * v
+                        t += 1
+            sq[p] = s
+
+
+@njit(**_JIT)
+def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, c, D, C, G, angles):
+    """The state after the first convolution of a pair of images, straight from their patches
+    (the input covariances x[p]·x′[p′]/C summed over the filter's offsets are the patches' dot
+    products): c = s_w²·(πᵢ[p]·πⱼ[p′])/(kC) + s_b², D = s_w²·½|πᵢ[p] − πⱼ[p′]|²/(kC) (a sum of
+    squares where ½(|πᵢ|² + |πⱼ|²) − πᵢ·πⱼ falls below ``REFINE`` of ½(|πᵢ|² + |πⱼ|²): the
+    gap exact for near-duplicate patches; its one-sided fills are the zeros in the patches),
+    C = [trainable]·c, G = [trainable]·D (the NTK of the input is 0)."""
+    kh, kw, sh, sw, ph, pw, circ = (iops[0, 1], iops[0, 2], iops[0, 3], iops[0, 4], iops[0, 5],
+                                    iops[0, 6], iops[0, 7])
+    oh, ow = iops[0, 10], iops[0, 11]
+    P = oh * ow
+    kc = pi.shape[1]
+    sw2, sb2, tr = fops[0, 0], fops[0, 1], fops[0, 2]
+    _patches(xi, kh, kw, sh, sw, ph, pw, circ, oh, ow, pi, ni)
+    _patches_t(xj, kh, kw, sh, sw, ph, pw, circ, oh, ow, pjt)  # transposed: runs over p′
+    for r in range(P):
+        nj[r] = 0.0
+    for t in range(kc):  # |πⱼ[p′]|², summed in the order of ``_patches``
+        for r in range(P):
+            nj[r] += pjt[t, r] * pjt[t, r]
+    scale = sw2 / kc
+    for p in range(P):
+        crow = c[p * P:(p + 1) * P]
+        drow = D[p * P:(p + 1) * P]
+        crow[:] = 0.0
+        for t in range(kc):
+            u = pi[p, t]
+            v = pjt[t, :P]
+            for r in range(P):
+                crow[r] += u * v[r]
+        half_i = 0.5 * ni[p]
+        small = False
+        for r in range(P):
+            mean = half_i + 0.5 * nj[r]
+            gap = mean - crow[r]
+            drow[r] = gap
+            small = small or gap < REFINE * mean
+        if small:  # near-duplicate patches: the gap as a sum of squares
+            for r in range(P):
+                mean = half_i + 0.5 * nj[r]
+                if drow[r] < REFINE * mean:
+                    g = 0.0
+                    for t in range(kc):
+                        e = pi[p, t] - pjt[t, r]
+                        g += e * e
+                    drow[r] = 0.5 * g
+        for r in range(P):
+            cn = scale * crow[r] + sb2
+            dn = scale * max(drow[r], 0.0)
+            crow[r] = cn
+            drow[r] = dn
+        Crow = C[p * P:(p + 1) * P]
+        Grow = G[p * P:(p + 1) * P]
+        for r in range(P):
+            Crow[r] = tr * crow[r]
+            Grow[r] = tr * drow[r] if angles else 0.0
+
+
+@njit(**_JIT)
+def _patches_t(x, kh, kw, sh, sw, ph, pw, circ, oh, ow, out):
+    """``_patches`` transposed: out[t, p]."""
+    h, w, ch = x.shape
+    for y in range(oh):
+        for xo in range(ow):
+            p = y * ow + xo
+            t = 0
+            for dh in range(kh):
+                a = sh * y + dh - ph
+                for dw in range(kw):
+                    b = sw * xo + dw - pw
+                    if circ:
+                        a2, b2 = a % h, b % w
+                        inside = True
+                    else:
+                        a2, b2 = a, b
+                        inside = 0 <= a < h and 0 <= b < w
+                    for z in range(ch):
+                        out[t, p] = x[a2, b2, z] if inside else 0.0
+                        t += 1
+
+
+@njit(parallel=True, **_JIT)
 def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, angles,
                 cap, ncap, threads):
     """The full mode's read-out sums for the pairs (x1[rows[k]], x2[cols[k]]): each pair's
@@ -732,69 +950,119 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
     P0 = h * w
     nops = iops.shape[0]
     pmax = S1.shape[2]
-    hpmax = 1
     tmax = 1
+    padmax = 1
+    longmax = 1
     for o in range(nops):
         if iops[o, 0] == _CONV:
-            hp = (iops[o, 10] - 1) * iops[o, 3] + iops[o, 1]
             wp = (iops[o, 11] - 1) * iops[o, 4] + iops[o, 2]
-            hpmax = max(hpmax, (hp * wp) ** 2)
-            tmax = max(tmax, (iops[o, 10] * wp) ** 2)
+            hp = (iops[o, 10] - 1) * iops[o, 3] + iops[o, 1]
+            tmax = max(tmax, wp * wp)
+            padmax = max(padmax, (hp * wp) ** 2)
+            longmax = max(longmax, wp * (iops[o, 10] * wp + iops[o, 2]))
     K = rows.size
     out = np.zeros((K, ncap, 4))
+    # the first convolution straight from patches unless the input stage itself is read out
+    patches = nops > 0 and iops[0, 0] == _CONV and cap[0] < 0
     threads = max(1, min(threads, K))
     for thread in prange(threads):
         n = pmax * pmax
-        c, D, C, G = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
+        state = np.zeros((4, n))
+        c, D, C, G = state[0], state[1], state[2], state[3]
         bc, bD, bC, bG = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
-        pad = np.empty(hpmax)
-        tmp = np.empty(tmax)
+        T = np.empty(tmax)
+        xjt = np.empty((ch, P0))
+        P1 = iops[0, 10] * iops[0, 11] if nops else 1
+        kc = iops[0, 1] * iops[0, 2] * ch if nops else 1
+        pi, pjt = np.empty((P1, kc)), np.empty((kc, P1))
+        ni, nj = np.empty(P1), np.empty(P1)
+        Pads = np.empty((4 if angles else 3, padmax))
+        TL3 = np.zeros((4 if angles else 3, longmax))
+        outP = np.empty(longmax)
         half_r, half_c = np.empty(pmax), np.empty(pmax)
-        zeros = np.zeros(pmax)
+        halfA_r, halfA_c = np.empty(pmax), np.empty(pmax)
         for k in range(thread, K, threads):
             i, j = rows[k], cols[k]
+            first = 0
+            if patches:  # the first convolution from the images' patches (``_first_conv``)
+                _first_conv(x1[i], x2[j], iops, fops, pi, pjt, ni, nj, c, D, C, G, angles)
+                first = 1
+                if cap[1] >= 0:
+                    P1 = iops[0, 10] * iops[0, 11]
+                    _full_capture(out, k, cap[1], c, D, C, G, P1 * P1)
             xi = x1[i].reshape(P0, ch)
             xj = x2[j].reshape(P0, ch)
-            for p in range(P0):
+            for z in range(ch if not patches else 0):  # the column image's channels as rows
+                for r in range(P0):
+                    xjt[z, r] = xj[r, z]
+            for p in range(P0 if not patches else 0):
                 crow = c[p * P0:(p + 1) * P0]
                 drow = D[p * P0:(p + 1) * P0]
+                crow[:] = 0.0
+                drow[:] = 0.0
+                for z in range(ch):
+                    u = xi[p, z]
+                    v = xjt[z, :P0]
+                    for r in range(P0):
+                        crow[r] += u * v[r]
+                        drow[r] += (u - v[r]) * (u - v[r])
                 for r in range(P0):
-                    t = 0.0
-                    g = 0.0
-                    for z in range(ch):
-                        u = xi[p, z]
-                        v = xj[r, z]
-                        t += u * v
-                        g += (u - v) * (u - v)
-                    crow[r] = t / ch
-                    drow[r] = 0.5 * g / ch
-            C[:] = 0.0
-            G[:] = 0.0
+                    crow[r] = crow[r] / ch
+                    drow[r] = 0.5 * drow[r] / ch
+            if not patches:
+                C[:] = 0.0
+                G[:] = 0.0
             if cap[0] >= 0:
                 _full_capture(out, k, cap[0], c, D, C, G, P0 * P0)
-            for o in range(nops):
+            skip = -1  # an activation already applied with the convolution before it
+            for o in range(first, nops):
                 hin, win, hout, wout = iops[o, 8], iops[o, 9], iops[o, 10], iops[o, 11]
                 Pin, P = hin * win, hout * wout
+                if o == skip:  # its read-out, if any, below
+                    if cap[o + 1] >= 0:
+                        _full_capture(out, k, cap[o + 1], c, D, C, G, P * P)
+                    continue
                 if iops[o, 0] == _CONV:
                     kh, kw, sh, sw = iops[o, 1], iops[o, 2], iops[o, 3], iops[o, 4]
                     ph, pw, circ = iops[o, 5], iops[o, 6], iops[o, 7]
-                    hp = (hout - 1) * sh + kh
-                    wp = (wout - 1) * sw + kw
-                    for f in range(4 if angles else 3):
-                        src = c if f == 0 else (D if f == 1 else (C if f == 2 else G))
-                        dst = bc if f == 0 else (bD if f == 1 else (bC if f == 2 else bG))
-                        fr, fc = zeros, zeros
-                        if f == 1 or f == 3:  # the gaps: ½q (½Θ) of the side inside
-                            Qr = Q1[i, o] if f == 1 else A1[i, o]
-                            Qc = Q2[j, o] if f == 1 else A2[j, o]
-                            for p in range(Pin):
-                                half_r[p] = 0.5 * Qr[p]
-                                half_c[p] = 0.5 * Qc[p]
-                            fr, fc = half_r, half_c
-                        _pad_pairs(src, hin, win, hp, wp, ph, pw, circ, fr, fc, pad)
-                        _conv_pairs(pad, hp, wp, kh, kw, sh, sw, hout, wout, tmp, dst)
-                    _affine(P * P, fops[o, 0], fops[o, 1], fops[o, 2], bc, bD, bC, bG, c, D, C,
-                            G, angles)
+                    for p in range(Pin):  # the gaps' one-sided fills: ½q (½Θ) of the side inside
+                        half_r[p] = 0.5 * Q1[i, o, p]
+                        half_c[p] = 0.5 * Q2[j, o, p]
+                        halfA_r[p] = 0.5 * A1[i, o, p]
+                        halfA_c[p] = 0.5 * A2[j, o, p]
+                    if sh == 1 and sw == 1 and not circ:  # padded once, then long runs
+                        hp = hout + kh - 1
+                        wp = wout + kw - 1
+                        nc = 4 if angles else 3
+                        for f in range(nc):  # every component padded (copied) first
+                            src = state[f]
+                            fr = half_r if f == 1 else halfA_r
+                            fc = half_c if f == 1 else halfA_c
+                            _pad_pair_array(src, fr, fc, f == 1 or f == 3, hin, win, ph, pw, hp,
+                                            wp, Pads[f])
+                        # the activation after it, fused, unless its stage is read out
+                        act = o + 1 < nops and iops[o + 1, 0] == _LEAKY and cap[o + 1] < 0
+                        q = o + 1 if act else o
+                        _conv_pairs_all(Pads, hp, wp, kh, kw, hout, wout, TL3, outP, state,
+                                        fops[o, 0], fops[o, 1], fops[o, 2], nc, act, fops[q, 3],
+                                        fops[q, 4], S1[i, q], I1[i, q], S2[j, q], I2[j, q],
+                                        angles)
+                        if act:
+                            skip = o + 1
+                    else:
+                        for y in range(hout):  # row pairs in turn: each block in cache
+                            for y2 in range(hout):
+                                for f in range(4 if angles else 3):
+                                    src = c if f == 0 else (D if f == 1 else (C if f == 2 else G))
+                                    dst = bc if f == 0 else (bD if f == 1 else (bC if f == 2
+                                                                                 else bG))
+                                    fr = half_r if f == 1 else halfA_r
+                                    fc = half_c if f == 1 else halfA_c
+                                    _conv_pair_rows(src, dst, fr, fc, f == 1 or f == 3, hin,
+                                                    win, kh, kw, sh, sw, ph, pw, circ, hout, wout,
+                                                    y, y2, T)
+                        _affine(P * P, fops[o, 0], fops[o, 1], fops[o, 2], bc, bD, bC, bG, c, D,
+                                C, G, angles)
                 else:
                     a2, b2 = fops[o, 3], fops[o, 4]
                     s2, i2 = S2[j, o], I2[j, o]

@@ -296,18 +296,24 @@ def _conv_chain_route(network, x1, x2, nngp, ntk, angles, where, memory_limit=No
     y = x1 if x2 is None else x2
     n1, n2 = len(x1), len(y)
     stages = (plan.stages - 1,) if stages is None else tuple(stages)
-    selves1 = plan.selves(x1, d1, angles=angles, stages=stages)
-    selves2 = selves1 if x2 is None else plan.selves(x2, d2, angles=angles, stages=stages)
     wanted = [k for k, w in (("nngp", nngp), ("ntk", ntk), ("R", angles), ("Z", angles)) if w]
     out = [{k: np.empty((n1, n2)) for k in wanted} for _ in stages]
     rest = Serial(plan.rest)
     rows = max(1, min(n1, CHAIN_BLOCK_BYTES // (32 * n2 * len(stages))))
+    whole = x2 is None and rows == n1
+    sums = None
+    if whole:  # one tile: the selves are its diagonal (not computed twice)
+        sums = plan.tile(x1, x1, d1, d1, upper=True, angles=angles, stages=stages)
+        selves1 = selves2 = np.ascontiguousarray(sums[np.arange(n1), np.arange(n1)])
+        if not plan.pools:  # Flatten's selves: the per-image diagonals (exactly, D = G = 0)
+            selves1 = selves2 = plan.selves(x1, d1, angles=angles, stages=stages)
+    else:
+        selves1 = plan.selves(x1, d1, angles=angles, stages=stages)
+        selves2 = selves1 if x2 is None else plan.selves(x2, d2, angles=angles, stages=stages)
     for r0 in range(0, n1, rows):
         r1 = min(n1, r0 + rows)
         c0 = r0 if x2 is None else 0  # x2 None: columns from the block's first row
-        if x2 is None and r1 - r0 == n1:
-            sums = plan.tile(x1, x1, d1, d1, upper=True, angles=angles, stages=stages)
-        else:
+        if not whole:
             sums = plan.tile(x1[r0:r1], y[c0:], _rows_of(d1, r0, r1), _rows_of(d2, c0, n2),
                              upper=False, angles=angles, stages=stages)
         for k in range(len(stages)):

@@ -49,11 +49,11 @@ import math
 
 import numpy as np
 
-from .._core.checks import sweep_layers
+from .._core.checks import as_block, as_data, sweep_layers
 from ..activations import parse_angle_activation
 from .recursion import angle_from, gradient_recursion
 from .geometry import kahan_angles
-from .unimodal import ALWAYS_AFFORDABLE, certify, verification_cost
+from .unimodal import certify
 
 __all__ = [
     "ExtremePairs",
@@ -266,10 +266,43 @@ def extreme_pairs(xh, *, block: int = 1024, x=None) -> ExtremePairs:
       x: optional (n, d) rows xh was normalised from: the candidates are then rechecked with
         ``geometry.exact_angles`` (exact for the data) instead of Kahan's formula on xh.
     """
+    where = "extreme_pairs"
+    xh = as_data(xh, where, "xh")
+    if xh.shape[0] < 2:
+        raise ValueError(f"{where}: expected xh with n >= 2 rows (pairs), got shape {xh.shape}")
+    eta = norm_excess(xh)
+    if not eta < 0.5:
+        raise ValueError(f"{where}: expected unit rows xh (geometry.normalised_rows), got squared "
+                         f"norms that differ from 1 by up to {eta:.3g}")
+    block = as_block(block, where, 2)
+    if x is not None:
+        x = as_data(x, where, "x")
+        if x.shape != xh.shape:
+            raise ValueError(f"{where}: expected x of the shape of xh {xh.shape} (the rows xh was "
+                             f"normalised from), got {x.shape}")
     search = ExtremeSearch(xh, x=x)
     for I in range(-(-xh.shape[0] // block)):
         numpy_extreme_row(search, I, block)
     return search.result()
+
+
+def _check_extremes(ext, where: str) -> None:
+    """TypeError/ValueError unless ``ext`` is an ``ExtremePairs`` whose angles are finite,
+    in [0, π], ordered θ_lo ≤ θ_hi, with pairs 0 ≤ i < j < n."""
+    if not isinstance(ext, ExtremePairs):
+        raise TypeError(f"{where}: expected ext as an ExtremePairs (extreme_pairs), got "
+                        f"{type(ext).__name__}")
+    for name, (theta, i, j) in (("closest", ext.closest), ("farthest", ext.farthest)):
+        ok_pair = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (i, j))
+        if not (isinstance(theta, (float, int, np.floating)) and 0.0 <= theta <= math.pi):
+            raise ValueError(f"{where}: expected ext.{name} with an angle in [0, pi] radians, got "
+                             f"{theta!r}")
+        if not (ok_pair and 0 <= i < j < ext.n):
+            raise ValueError(f"{where}: expected ext.{name} with a pair 0 <= i < j < n = {ext.n}, "
+                             f"got ({i!r}, {j!r})")
+    if ext.closest[0] > ext.farthest[0]:
+        raise ValueError(f"{where}: expected ext.closest's angle <= ext.farthest's, got "
+                         f"{ext.closest[0]!r} > {ext.farthest[0]!r} (not the extremes of one data set)")
 
 
 def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all") -> dict:
@@ -286,6 +319,7 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
       ext: ``ExtremePairs`` of the data.
       activation, depths, trainable: as ``unimodal.certify``.
     """
+    _check_extremes(ext, "smallest_from_extremes")
     act = parse_angle_activation(activation, "smallest_from_extremes")
     depths, layers = sweep_layers(depths, trainable, "smallest_from_extremes")
     (t_lo, i0, j0), (t_hi, i1, j1) = ext.closest, ext.farthest
@@ -299,10 +333,7 @@ def smallest_from_extremes(ext: ExtremePairs, activation, depths, trainable="all
     budget = ext.n * (ext.n - 1) // 2 * max(depths)
     certs = None
     if t_hi > _HALF_PI:
-        bounded = verification_cost(act, depths, trainable) > max(budget, ALWAYS_AFFORDABLE)
-        found = (certify(act, depths, trainable, max_cost=budget) if bounded
-                 else certify(act, depths, trainable))
-        certs = {c.depth: c for c in found}
+        certs = {c.depth: c for c in certify(act, depths, trainable, max_cost=budget)}
     out = {}
     for L in depths:
         p_lo, p_hi = float(phis[L][0]), float(phis[L][1])

@@ -60,13 +60,17 @@ the plain recursion over pairs (``CELL_LAYER_COST`` = 32 pair-layers). With ``ma
 (``ALWAYS_AFFORDABLE``: 1–3 s once per process), and returns kind "unverified" for those
 depths (proof (c) only: φ non-decreasing on [0, π/2]), so the caller takes the cheaper route:
 a 30 × 3 Gaussian at depth 10⁵ (435 pairs, input angles above π/2) goes to the recursion
-instead of a ~400 s certificate.
+instead of a ~400 s certificate. Without ``max_cost`` the verified part may cost at most
+``DEFAULT_MAX_COST`` (depth 10⁴ at 512 cells, ~10 s): deeper depths are refused with a
+``ValueError`` (measured 1.2 s at depth 1000 and 3.8 s at 3000, load 5 on 2 cores), never run
+for minutes unasked.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
+import numbers
 import threading
 
 import numpy as np
@@ -75,7 +79,8 @@ from .._core.checks import sweep_layers
 from ..activations import parse_angle_activation
 from .recursion import angle_from, derivative_slope, layer_step
 
-__all__ = ["Certificate", "certify", "enclose_recursion", "sign_pattern_certificate"]
+__all__ = ["Certificate", "certify", "enclose_recursion", "sign_pattern_certificate",
+           "verification_cost", "ALWAYS_AFFORDABLE", "DEFAULT_MAX_COST"]
 
 #: Cells on [π/2, π] for the verified part.
 DEFAULT_CELLS = 512
@@ -87,6 +92,11 @@ CELL_LAYER_COST = 32
 #: Verification cost (pair-layers) always spent whatever ``max_cost``: 512 cells to depth 1000,
 #: 1–3 s once per process, so the pairs route stays certified for every depth ≤ 1000.
 ALWAYS_AFFORDABLE = CELL_LAYER_COST * DEFAULT_CELLS * 1000
+
+#: The most ``certify`` spends without a ``max_cost``: 512 cells to depth 10⁴ (~10 s on a loaded
+#: 2-core machine); beyond, it refuses the depths instead of running for minutes (pass
+#: ``max_cost`` to get kind "unverified" there, or ``max_cost=math.inf`` to run it anyway).
+DEFAULT_MAX_COST = CELL_LAYER_COST * DEFAULT_CELLS * 10**4
 
 _REL_OP = 2.0**-50  # after +, −, ×, ÷: 8 u, u = 2^-53 the float64 unit roundoff
 _REL_LIBM = 2.0**-46  # after sin, cos
@@ -300,17 +310,41 @@ def certify(activation, depths, trainable="all", *, cells: int = DEFAULT_CELLS,
       trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
       cells: cells on [π/2, π].
       max_cost: skip the verified part when it would cost more than this many pair-layers
-        and more than ``ALWAYS_AFFORDABLE`` (depth 1000 at 512 cells; ``verification_cost``;
-        module docstring, "Cost bound"): those depths get kind "unverified". None: no bound.
+        (a real number >= 0; ``math.inf``: never) and more than ``ALWAYS_AFFORDABLE`` (depth
+        1000 at 512 cells; ``verification_cost``; module docstring, "Cost bound"): those depths
+        get kind "unverified". None: the verified part may cost up to ``DEFAULT_MAX_COST``
+        (depth 10⁴ at 512 cells, ~10 s) and depths beyond are refused.
 
     Returns:
       tuple of ``Certificate``, depths ascending.
+
+    Raises:
+      ValueError: max_cost None and a verified part costing more than ``DEFAULT_MAX_COST``
+        (e.g. depth 10⁵, ~2 minutes); max_cost NaN or negative; cells < 1; bad depths,
+        trainable or activation. TypeError: max_cost not a real number.
     """
     where = "certify"
     act = parse_angle_activation(activation, "certify")
     depths, layers = sweep_layers(depths, trainable, where)
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
         raise ValueError(f"{where}: expected cells as an integer >= 1, got {cells!r}")
+    if max_cost is not None:
+        if isinstance(max_cost, (bool, np.bool_)) or not isinstance(max_cost, numbers.Real):
+            raise TypeError(f"{where}: expected max_cost as a number of pair-layers >= 0 (or "
+                            f"None), got {type(max_cost).__name__} {max_cost!r}")
+        if not max_cost >= 0:  # NaN too
+            raise ValueError(f"{where}: expected max_cost >= 0 pair-layers (math.inf: no bound), "
+                             f"got {max_cost!r}")
+    else:
+        cost = verification_cost(act, depths, trainable, cells=cells)
+        if cost > DEFAULT_MAX_COST:
+            deepest = max(L for L in depths if not _proof(act, L, layers))
+            raise ValueError(
+                f"{where}: expected depths whose verified part costs at most DEFAULT_MAX_COST = "
+                f"{DEFAULT_MAX_COST:.3g} pair-layers (depth "
+                f"{DEFAULT_MAX_COST // (CELL_LAYER_COST * cells)} at {cells} cells, ~10 s), got "
+                f"depth {deepest} ({cost:.3g}, ~{cost / DEFAULT_MAX_COST * 10:.0f} s); pass "
+                "max_cost to bound it (kind 'unverified' beyond) or max_cost=math.inf to run it")
     out = {}
     todo = []
     for L in depths:

@@ -30,10 +30,11 @@ import csv
 import dataclasses
 import math
 import os
+from collections.abc import Iterable
 
 from .. import datasets, plot
 from .._core.io import atomic_write
-from ..activations import parse_activation
+from ..activations import parse_activation, parse_activations
 from .cli import (activation_name, add_data_arguments, add_network_arguments, add_run_arguments,
                   check_batch, command_parser, load_data, nonnegative_float, parse_depths,
                   parse_width, positive_int, run_main)
@@ -118,31 +119,24 @@ def activation_study(ds: datasets.Dataset, *, out: str | None, batch: int = 512,
         overwrite: discard it and start over.
       progress: show progress on stderr, one labelled display per part.
     """
-    from ..network import resolve_mlp
-
     where = "activation_study"
-    nets = {(name, b_std): resolve_mlp(name, study_w_std(name, b_std), b_std, where=where)
-            for b_std in b_stds for name in activations}  # every net checked before any run
-    names = list(dict.fromkeys(net.act.name for net in nets.values()))
-    finite_names = None if finite_activations is None else sorted(
-        {parse_activation(a, where).name for a in finite_activations})
+    nets, names, finite_names, b_stds = _checked(out, activations, b_stds, finite_activations,
+                                                 where)  # every net checked before any folder
     depths, deep_depths = sorted(set(depths)), sorted(set(deep_depths) - set(depths))
     plan = []  # (net, b_std, widths, depths) of each part
-    for b_std in b_stds:
-        for name in activations:
-            net = nets[(name, b_std)]
-            finite = [w for w in widths if w != "inf"]
-            if finite_names is not None and net.act.name not in finite_names:
-                finite = []
-            if "inf" in widths:
-                plan.append((net, b_std, ["inf"], sorted(set(depths) | set(deep_depths))))
-            if finite:
-                plan.append((net, b_std, finite, depths))
+    for net in nets:  # b_std outer, activation inner
+        finite = [w for w in widths if w != "inf"]
+        if finite_names is not None and net.act.name not in finite_names:
+            finite = []
+        if "inf" in widths:
+            plan.append((net, net.b_std, ["inf"], sorted(set(depths) | set(deep_depths))))
+        if finite:
+            plan.append((net, net.b_std, finite, depths))
     config = {"dataset": ds.name, "split": ds.split, "batch": batch, "max_batches": max_batches,
               "drop_last": drop_last, "depths": depths, "deep_depths": deep_depths,
-              "activations": names, "b_stds": [float(b) for b in b_stds],
+              "activations": list(names), "b_stds": b_stds,
               "widths": list(widths), "seeds": seeds, "finite_activations": finite_names,
-              "seed": seed, "w_std": {net.name: net.w_std for net in nets.values()},
+              "seed": seed, "w_std": {net.name: net.w_std for net in nets},
               "preprocessing": ds.preprocessing, "data_fingerprint": data_fingerprint(ds.x)}
     again = (resume and not overwrite and out is not None
              and os.path.exists(os.path.join(out, "config.json")))
@@ -196,18 +190,54 @@ def table_depths_of(depths, count: int = 6) -> list:
     return [depths[i] for i in sorted(picks)]
 
 
-def weight_note(nets: dict, b_stds) -> dict:
+def weight_note(nets, b_stds) -> dict:
     """{b_std: 's_w: relu, abs norm-preserving; erf, gelu, tanh 1.5'}: the weight stds of the
-    nets that ran, per bias std (the figure's column titles)."""
+    nets that ran (``MLPFamily``s), per bias std (the figure's column titles)."""
     out = {}
     for b in b_stds:
         by_w: dict = {}
-        for (name, b_std), net in nets.items():
-            if b_std == b:
+        for net in nets:
+            if net.b_std == b:
                 w = "norm-preserving" if net.w_std is None else f"{net.w_std:.4g}"
                 by_w.setdefault(w, []).append(net.act.name)
         out[float(b)] = "s_w: " + "; ".join(f"{', '.join(v)} {w}" for w, v in by_w.items())
     return out
+
+
+def _checked(out, activations, b_stds, finite_activations, where):
+    """The study's arguments, checked before any run directory is made: (the nets, b_std
+    outer and activation inner, each an ``MLPFamily`` from ``resolve_mlp``; the activation
+    names; the finite activations' names, sorted, or None; the bias stds as floats).
+    ``out`` None is a study in memory."""
+    from ..network import resolve_mlp
+    from ..network.layers import check_std
+
+    if out is not None:
+        if isinstance(out, os.PathLike):
+            out = os.fspath(out)
+        if not isinstance(out, str) or not out.strip():
+            raise ValueError(f"{where}: expected --out as a nonempty directory path, got {out!r}")
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise ValueError(f"{where}: expected --out to be a directory, got the file {out}")
+    names = tuple(a.name for a in parse_activations(activations, where))
+    if isinstance(b_stds, (str, bytes)) or not isinstance(b_stds, Iterable):
+        raise TypeError(f"{where}: expected --b-stds as a sequence of numbers, got {b_stds!r}")
+    stds = [check_std(b, "each --b-stds value", where, allow_none=False, allow_zero=True)
+            for b in b_stds]
+    if not stds:
+        raise ValueError(f"{where}: expected at least one --b-stds value, got none")
+    if len(set(stds)) != len(stds):
+        raise ValueError(f"{where}: expected each --b-stds value once, got {list(b_stds)!r}")
+    nets = [resolve_mlp(name, study_w_std(name, b), b, where=where) for b in stds for name in names]
+    finite = None
+    if finite_activations is not None:
+        finite = {a.name for a in parse_activations(finite_activations, where)}
+        extra = sorted(finite - set(names))
+        if extra:
+            raise ValueError(f"{where}: expected --finite-activations among --activations "
+                             f"{list(names)}, got {extra} (not in the study)")
+        finite = sorted(finite)
+    return nets, names, finite, [float(b) for b in stds]
 
 
 def gather(out: str) -> list[dict]:
@@ -375,7 +405,7 @@ def _run_command(args):
     check_batch(args.batch, ds)
     res = activation_study(ds, out=args.out, batch=args.batch, max_batches=args.max_batches,
                            depths=parse_depths(args.depths),
-                           deep_depths=parse_depths(args.deep_depths),
+                           deep_depths=parse_depths(args.deep_depths, "--deep-depths"),
                            activations=tuple(args.activations), b_stds=tuple(args.b_stds),
                            widths=args.width, seeds=args.seeds, seed=args.seed,
                            finite_activations=args.finite_activations, drop_last=args.drop_last,

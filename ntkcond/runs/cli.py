@@ -88,10 +88,11 @@ def add_run_arguments(p: argparse.ArgumentParser, prog: str, *, resume: bool = T
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def parse_depths(text: str) -> list[int]:
+def parse_depths(text: str, flag: str = "--depths") -> list[int]:
     """'0-10', '0,1,5' or '0-3,7' → sorted list of depths ≥ 0, each given once ('1,1' and
     '0-3,2' are refused: a depth twice is a typo, not a request), under the library's one depth
-    contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``)."""
+    contract (``ntkcond._core.checks.as_depth``: at most ``MAX_DEPTH``). ``flag`` names the
+    flag in the errors (e.g. ``--deep-depths``)."""
     depths: set = set()
     repeated: set = set()
     try:
@@ -107,15 +108,15 @@ def parse_depths(text: str) -> list[int]:
             repeated |= depths & new
             depths |= new
     except ValueError:
-        raise ValueError(f"--depths: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
+        raise ValueError(f"{flag}: expected e.g. '0-10' or '0,1,5', got {text!r}") from None
     try:
         if not depths:
             raise ValueError
-        checked = sorted(as_depth(L, "--depths") for L in depths)
+        checked = sorted(as_depth(L, flag) for L in depths)
     except ValueError:
-        raise ValueError(f"--depths: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
+        raise ValueError(f"{flag}: expected depths in [0, {MAX_DEPTH}], got {text!r}") from None
     if repeated:
-        raise ValueError(f"--depths: expected each depth once, got {sorted(repeated)} more than "
+        raise ValueError(f"{flag}: expected each depth once, got {sorted(repeated)} more than "
                          f"once in {text!r}")
     return checked
 
@@ -325,8 +326,8 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> None:
-    """--dataset, --split, --data-dir, --mean, --std, --preset, --normalize, --n, --dim (see
-    datasets.load) and --seed (the shuffling and the gaussian set).
+    """--dataset, --split, --data-dir, --mean, --std, --preset, --normalize, --downsample, --n,
+    --dim (see datasets.load) and --seed (the shuffling and the gaussian set).
 
     ``split`` is the default split of the tensorflow-datasets names; digits, gaussian and an
     .npz path record their own single split unless --split is given.
@@ -350,6 +351,9 @@ def add_data_arguments(p: argparse.ArgumentParser, *, split: str = "train") -> N
                    help=".npz: the papers' mean/std of this data set (e.g. mnist, cifar10)")
     p.add_argument("--normalize", default="default", choices=["default", "unit", "none"],
                    help="preprocessing: the set's (default), unit-norm rows, or none (raw values)")
+    p.add_argument("--downsample", type=positive_int, default=1,
+                   help="average the images over k x k pixel blocks (k divides H and W): "
+                        "smaller images for convolutional nets that pool")
     p.add_argument("--n", type=int_at_least(2), default=512, help="gaussian: number of points")
     p.add_argument("--dim", type=int_at_least(1), default=784, help="gaussian: dimension")
     p.add_argument("--seed", type=int_at_least(0), default=0,
@@ -364,15 +368,16 @@ def load_data(args) -> datasets.Dataset:
         split = getattr(args, "default_split", "train")
     return datasets.load(args.dataset, split, data_dir=args.data_dir, n=args.n, dim=args.dim,
                          seed=seed, mean=args.mean, std=args.std, preset=args.preset,
-                         normalize=args.normalize)
+                         normalize=args.normalize, downsample=args.downsample)
 
 
 def run_main(prog: str, p: Parser, run, argv=None) -> int:
     """Parse ``argv`` and call ``run(args)``; every failure becomes one line on stderr. The
     command line (``p.invocation`` and ``argv``) is what ``runs.provenance`` records.
 
-    ValueError/TypeError (bad input) and OSError (unwritable --out, full disk, missing file):
-    exit 2. KeyboardInterrupt: exit 130 (records already appended are safe; --resume continues).
+    ValueError/TypeError (bad input), ArithmeticError (an overflow from an extreme input) and
+    OSError (unwritable --out, full disk, missing file): exit 2. KeyboardInterrupt: exit 130
+    (records already appended are safe; --resume continues).
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
@@ -395,7 +400,7 @@ def _run(prog: str, args, argv, run) -> int:
         print(f"{prog}: interrupted; finished records are kept: rerun with --resume to continue",
               file=sys.stderr)
         return _failed(130, joined)
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, ArithmeticError) as err:  # arithmetic: an extreme input
         message = _one_line(err)
         message = message[len(prog) + 2:] if message.startswith(f"{prog}: ") else message
         print(f"{prog}: error: {message}", file=sys.stderr)

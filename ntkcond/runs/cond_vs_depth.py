@@ -216,7 +216,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str | None, batch: int = 512, de
                             keep(rec, spectrum, bar)
         rows = summarize(run.records)
         if not share.is_root:  # the files are process 0's; the others return the same result
-            return share.broadcast(None)
+            return DepthSweep(**share.broadcast(None))  # its fields, sent as data
         sizes = sorted({len(i) for i in index_batches})
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         nets = (f"width {', '.join('∞' if w == 'inf' else str(w) for w in sorted(widths, key=lambda w: w != 'inf'))}"
@@ -244,7 +244,8 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str | None, batch: int = 512, de
                             title=title, summary_csv=summary_csv, figure=figure,
                             computed=len(run.records) - resumed, resumed=resumed, spectra=arrays,
                             spectra_npz=spectra_npz, spectra_figure=spectra_figure)
-        return share.broadcast(result)
+        return DepthSweep(**share.broadcast(
+            {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}))
 
 
 #: What a run derives from its records (deleted first by an overwrite, ``runs.rundir``).
@@ -351,10 +352,22 @@ def pack_spectra(folder: str, keys, path: str, *, where: str = "pack_spectra") -
     arrays = {}
     for key in keys:
         file = os.path.join(folder, key + ".npy")
-        if not os.path.exists(file):
-            raise ValueError(f"{where}: expected the spectrum {file} of record {key}, got no such "
-                             "file; rerun with --overwrite to recompute")
-        arrays[key] = np.load(file)
+        if not os.path.isfile(file):
+            raise ValueError(f"{where}: expected the spectrum {file} of record {key}, got "
+                             f"{'no such file' if not os.path.exists(file) else 'a folder'}; "
+                             "rerun with --overwrite to recompute")
+        try:
+            spectrum = np.load(file, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:  # object arrays, damaged or foreign files
+            raise ValueError(f"{where}: expected {file} to hold the spectrum of record {key} (a "
+                             f".npy of float64 eigenvalues), got a file numpy cannot read as one "
+                             f"({' '.join(str(err).split())[:120]}); rerun with --overwrite") from None
+        if not (isinstance(spectrum, np.ndarray) and spectrum.dtype == np.float64
+                and spectrum.ndim == 1):
+            raise ValueError(f"{where}: expected {file} to hold a 1-D float64 spectrum (record "
+                             f"{key}), got {getattr(spectrum, 'dtype', type(spectrum).__name__)} "
+                             f"of shape {getattr(spectrum, 'shape', '?')}; rerun with --overwrite")
+        arrays[key] = spectrum
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     atomic_write(path, buf.getvalue())

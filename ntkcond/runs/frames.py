@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 
-from .rundir import CONFIG, RECORDS, read_records
+from .rundir import CONFIG, RECORDS, check_known_fields, read_records
 
 __all__ = ["load", "frame", "RunResult"]
 
@@ -78,7 +78,9 @@ def load(path):
     Raises:
       ImportError: pandas is not installed (the ``pandas`` extra).
       ValueError: ``path`` is not a run directory (no such folder, no ``config.json`` or
-        ``records.jsonl``, a config that is not a JSON object, a damaged record line).
+        ``records.jsonl`` or either of them a folder, a config that is not a JSON object, a
+        damaged record line, or a record field of another kind than the commands write:
+        ``runs.rundir.FIELD_KINDS``, e.g. a kappa_eff that is a string), naming file and line.
     """
     where = "ntkcond.runs.load"
     _pandas(where)
@@ -89,12 +91,18 @@ def load(path):
         what = "a file" if os.path.exists(path) else "no such folder"
         raise ValueError(f"{where}: expected a run directory (config.json and records.jsonl), "
                          f"got {path!r}: {what}")
+    for name in (CONFIG, RECORDS):
+        file = os.path.join(path, name)
+        if os.path.exists(file) and not os.path.isfile(file):
+            raise ValueError(f"{where}: expected {name} in {path!r} to be a file, got a "
+                             f"{'folder' if os.path.isdir(file) else 'special file'}")
     missing = [f for f in (CONFIG, RECORDS) if not os.path.isfile(os.path.join(path, f))]
     if missing:
         raise ValueError(f"{where}: expected a run directory (config.json and records.jsonl), "
                          f"got {path!r} without {' and '.join(missing)}")
     config = _read_config(os.path.join(path, CONFIG), where)
-    records = read_records(os.path.join(path, RECORDS), (), where, repair=False)
+    records = read_records(os.path.join(path, RECORDS), (), where, check_known_fields,
+                           repair=False)
     return frame(records, config)
 
 

@@ -16,6 +16,7 @@ error line on stderr); Ctrl-C stops them all (exit 130; ``--resume`` continues).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import socket
@@ -27,7 +28,7 @@ import time
 
 from .._core.threads import cpu_count
 
-__all__ = ["add_process_arguments", "environment_processes", "start_or_join"]
+__all__ = ["add_process_arguments", "check_coordinator", "environment_processes", "start_or_join"]
 
 _PARENT = "NTKCOND_LAUNCHER_PID"  # set in the processes _start_local starts
 _BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -86,6 +87,10 @@ def start_or_join(prog: str, args, argv, entry) -> int | None:
         if any(v is not None for v in joined):
             raise ValueError("--processes: expected either --processes N (this machine) or "
                              "--coordinator/--num-processes/--process-id, got both")
+        if args.processes > cpu_count():
+            raise ValueError(f"--processes: expected at most {cpu_count()} (the CPUs of this "
+                             "machine: each process is a Python with JAX and at least one BLAS "
+                             f"thread, ~0.3 GB), got {args.processes}")
         return _start_local(prog, args.processes, sys.argv[1:] if argv is None else list(argv),
                             entry)
     if any(v is not None for v in joined):
@@ -95,13 +100,60 @@ def start_or_join(prog: str, args, argv, entry) -> int | None:
         if not 0 <= args.process_id < args.num_processes:
             raise ValueError(f"--process-id: expected 0 <= I < {args.num_processes}, got "
                              f"{args.process_id}")
-        host, _, port = args.coordinator.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"--coordinator: expected HOST:PORT, got {args.coordinator!r}")
+        check_coordinator(args.coordinator, args.process_id == 0)
         _join(args, (args.coordinator, args.num_processes, args.process_id))
     elif environment_processes() > 1:
         _join(args, (None, None, None))
     return None
+
+
+def check_coordinator(address: str, serves: bool) -> None:
+    """ValueError unless ``address`` is HOST:PORT with a port in 1…65535 and a host that
+    resolves; for process 0 (``serves``: it runs the coordination service, on every interface
+    of its machine) also that HOST is an address of this machine and PORT is free, so a busy
+    port is one line here instead of a crash inside gRPC (exit 139)."""
+    host, _, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1]:P
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"--coordinator: expected HOST:PORT with a port in 1..65535, got "
+                         f"{address!r}")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as err:
+        raise ValueError(f"--coordinator: cannot resolve the host {host!r} ({err})") from None
+    if not serves:
+        return
+    local = False
+    for family, kind, proto, _, sockaddr in infos:  # HOST must be this machine's
+        with socket.socket(family, kind, proto) as s:
+            try:
+                s.bind((sockaddr[0], 0) + tuple(sockaddr[2:]))
+                local = True
+            except OSError:
+                pass
+    if not local:
+        raise ValueError(f"--coordinator: process 0 runs the coordinator, so {host!r} must be an "
+                         "address of this machine; start process 0 on that host")
+    wildcard = ([(socket.AF_INET6, ("::", int(port), 0, 0))] if socket.has_ipv6 else []) + [
+        (socket.AF_INET, ("0.0.0.0", int(port)))]
+    for family, sockaddr in wildcard:  # as gRPC binds it: every interface
+        try:
+            s = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no such family here
+            continue
+        with s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no obstacle
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            try:
+                s.bind(sockaddr)
+            except OSError as err:
+                if err.errno == errno.EADDRINUSE:
+                    raise ValueError(f"--coordinator: port {port} is in use on this machine "
+                                     "(process 0 runs the coordinator there); choose a free "
+                                     "port") from None
+                continue  # e.g. no IPv6 on this host: the other family decides
+            return
 
 
 def _join(args, where) -> None:
@@ -223,9 +275,20 @@ def _wait(prog, procs, logs) -> int:
     if logs[first] is not None:
         logs[first].seek(0)
         text = logs[first].read().decode("utf-8", "replace").strip().splitlines()
-    print(text[-1] if text else f"{prog}: error: process {first} exited with status "
-          f"{codes[first]}", file=sys.stderr)
+    code = codes[first]
+    if code < 0:  # killed: its last stderr line is not its error
+        text = [f"{prog}: error: process {first} of {len(procs)} was killed by signal "
+                f"{_signal_name(-code)}; finished records are kept: rerun with --resume"]
+    print(text[-1] if text else f"{prog}: error: process {first} of {len(procs)} exited with "
+          f"status {code}", file=sys.stderr)
     return codes[first] if codes[first] > 0 else 2
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def _stop(procs, grace: float = 5.0) -> None:

@@ -103,9 +103,9 @@ def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activa
                                        table_csv=run.file("table.csv"))
             return None
 
-        finished = share.on_root(complete)
+        finished = share.on_root(lambda: _fields(complete()))  # data across processes
         if finished is not None:
-            return finished
+            return MinAngleRun(**finished)
         res = streaming_smallest_angles(
             x, depths=depths, activations=nets, trainable=trainable, block=block, backend=backend,
             devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint,
@@ -139,7 +139,12 @@ def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activa
             return MinAngleRun(records=tuple(run.records), config=dict(run.config), result=result,
                                result_json=result_json, table_csv=table_csv)
 
-        return share.on_root(write)
+        return MinAngleRun(**share.on_root(lambda: _fields(write())))
+
+
+def _fields(run: MinAngleRun | None) -> dict | None:
+    """A ``MinAngleRun`` as the dict of its fields (what ``Share.on_root`` carries)."""
+    return None if run is None else {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
 
 
 #: What a run derives (deleted first by an overwrite, ``runs.rundir``); the checkpoints too.

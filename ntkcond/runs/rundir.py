@@ -25,6 +25,14 @@ Policy, the same for every script that writes a run:
   * nothing is written through a symbolic link: a run directory holding a symlink (e.g. a
     planted ``.lock.owner`` or ``records.jsonl``) is refused before anything is opened, and
     the files written in place are opened with ``O_NOFOLLOW``;
+  * a refusal leaves ``--out`` as it was: when the run fails with ``ValueError``/``TypeError``
+    (or ``ArithmeticError``: bad input found after the directory was opened, ``REFUSALS``)
+    before its first record and before it
+    wrote anything else, ``RunDir`` undoes what ``open_run`` did — a new run's files (and the
+    folder, if it made it) are removed, and an overwritten run is put back from
+    ``.overwritten/``, where ``overwrite`` moves it until the new run's first record (or its
+    clean end) commits the overwrite; a ``.overwritten/`` left by a killed process is deleted
+    at the next ``open_run`` (the overwrite had been asked for);
   * a second run into a directory in use fails at once with ``RunLockedError`` naming the holder;
   * ``records.jsonl`` is repaired only where the damage is provably a torn final line (the last
     line, without its newline, that does not parse); any other bad line is refused with its
@@ -33,6 +41,7 @@ Policy, the same for every script that writes a run:
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -47,14 +56,19 @@ import numpy as np
 from .._core.io import append_jsonl, atomic_write, fsync_dir, write_nofollow
 from .provenance import provenance
 
-__all__ = ["RunDir", "MemoryRun", "RunLockedError", "open_run", "data_fingerprint", "check_record_fields",
-           "read_records"]
+__all__ = ["RunDir", "MemoryRun", "RunLockedError", "open_run", "data_fingerprint",
+           "check_record_fields", "check_known_fields", "FIELD_KINDS", "read_records"]
 
 CONFIG = "config.json"
 #: The key of config.json that lists the invocations that wrote the run (``runs.provenance``).
 PROVENANCE = "provenance"
 RECORDS = "records.jsonl"
 LOCK = ".lock"
+BACKUP = ".overwritten"  # the run an overwrite replaces, until the new run commits (above)
+
+#: The errors that end a run as a refusal (bad input found after the folder was opened): before
+#: the first record, with nothing else written, ``RunDir`` undoes ``open_run`` (module docstring).
+REFUSALS = (ValueError, TypeError, ArithmeticError)
 
 
 class RunLockedError(ValueError):
@@ -86,11 +100,12 @@ class RunDir:
       done: the set of their keys.
     """
 
-    def __init__(self, path, config, key_fields, records, lock):
+    def __init__(self, path, config, key_fields, records, lock, undo=None):
         self.path, self.config, self.key_fields = path, config, tuple(key_fields)
         self.records = list(records)
         self.done = {self.key(r) for r in self.records}
         self._lock = lock
+        self._undo = undo  # ``_Undo`` of open_run until the first record commits the run
 
     def __repr__(self) -> str:
         return f"RunDir({self.path!r}, {len(self.records)} records)"
@@ -111,18 +126,94 @@ class RunDir:
         append_jsonl(self.file(RECORDS), record)  # O_NOFOLLOW: never through a link
         self.records.append(record)
         self.done.add(k)
+        self._commit()
 
-    def close(self) -> None:
-        """Release the lock (idempotent)."""
-        if self._lock is not None:
+    def _commit(self) -> None:
+        """The run is under way: an overwritten run's backup goes, nothing is undone now."""
+        if self._undo is not None:
+            self._undo.commit()
+            self._undo = None
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Release the lock (idempotent). ``error``: the exception the run ends with; one of
+        ``REFUSALS`` before the first record, with nothing else written, undoes what
+        ``open_run`` did (module docstring)."""
+        if self._lock is None:
+            return
+        undo, self._undo = self._undo, None
+        refused = isinstance(error, REFUSALS) and undo is not None
+        if refused and undo.untouched():
+            undo.rollback(lambda: _unlock(self.path, self._lock))
+        else:
+            if undo is not None:
+                undo.commit()
             _unlock(self.path, self._lock)
-            self._lock = None
+        self._lock = None
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        self.close(exc)
+
+
+class _Undo:
+    """What ``open_run`` changed in a run directory, and how to put it back (module docstring).
+
+    Attributes:
+      path: the run directory; made: the highest folder open_run created (None: none);
+        before: the names in it before (a fresh run in an existing folder removes only its own
+        files); backup: the folder holding an overwritten run (None for a fresh run);
+        snapshot: (name → (size, mtime)) right after open_run, to tell a refusal from a run
+        that wrote something.
+    """
+
+    def __init__(self, path: str, made: str | None, before: set, backup: str | None):
+        self.path, self.made, self.before, self.backup = path, made, before, backup
+        self.snapshot = self._listing()
+
+    def _listing(self) -> dict:
+        out = {}
+        with os.scandir(self.path) as entries:
+            for e in entries:
+                if e.name not in (LOCK, LOCK + ".owner", BACKUP):
+                    st = e.stat(follow_symlinks=False)
+                    out[e.name] = (st.st_size, st.st_mtime_ns)
+        return out
+
+    def untouched(self) -> bool:
+        """Nothing written since open_run (no record, no output, no checkpoint)."""
+        try:
+            return self._listing() == self.snapshot
+        except OSError:
+            return False
+
+    def commit(self) -> None:
+        if self.backup is not None and os.path.isdir(self.backup):
+            shutil.rmtree(self.backup, ignore_errors=True)
+            fsync_dir(self.path)
+
+    def rollback(self, unlock) -> None:
+        """Remove the new run's config and records; put an overwritten run back (config last,
+        so a kill in between leaves records without a config: refused at the next open, never
+        old records under a new configuration); release the lock; remove the lock file and the
+        folder where this run made them."""
+        for name in (CONFIG, RECORDS):
+            if name not in self.before or self.backup is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.path, name))
+        if self.backup is not None:
+            names = sorted(os.listdir(self.backup), key=lambda n: n == CONFIG)
+            for name in names:
+                os.replace(os.path.join(self.backup, name), os.path.join(self.path, name))
+            os.rmdir(self.backup)
+        fsync_dir(self.path)
+        unlock()
+        if LOCK not in self.before:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.path, LOCK))
+        if self.made is not None:  # only folders left empty: never anything not ours
+            _remove_empty(self.path, self.made)
 
 
 class MemoryRun(RunDir):
@@ -286,6 +377,33 @@ def check_record_fields(rec: dict, fields: dict) -> None:
                              f"got {shown}")
 
 
+#: The kind of every record field the package's commands write (``check_record_fields``
+#: kinds; the weakest over the commands: e.g. kappa_eff is null for a dead net of
+#: ``train_vs_depth``). ``check_known_fields`` holds a record to it whichever command wrote it
+#: (``ntkcond.runs.load``); each command's own validator checks more (ranges, consistency).
+FIELD_KINDS = {
+    "dataset": "str", "split": "str", "activation": "str", "trainable": "str", "name": "str",
+    "batch_index": "int>=0", "n": "int>=1", "d": "int>=1", "depth": "int>=0", "rank": "int>=0",
+    "seed": "int|None", "i": "int>=0", "j": "int>=0", "steps": "int>=0|None",
+    "predicted_steps": "int>=0|None", "steps_run": "int>=0|None", "max_steps": "int>=1",
+    "lambda_max": "float>=0", "lambda_min_nonzero": "float>0|None", "kappa_eff": "float>0|None",
+    "kappa": "float>0|None", "lambda_min_upper_bound": "float", "lambda_min_bound_ratio":
+    "float|None", "seconds": "float>=0", "angle_rad": "float>=0", "angle_deg": "angle",
+    "min_grad_angle_deg": "angle", "min_input_angle_deg": "angle", "min_grad_angle_pair": "pair",
+    "lr": "float>0|None", "loss0": "float>=0", "rel_loss_at_stop": "float>=0|None",
+    "predicted_rel_loss_at_stop": "float>=0", "ntk_drift": "float>=0|None",
+    "kappa_target": "float>0|None", "rel_target": "float>0", "kappa_eff_end": "float>0|None",
+    "lambda_max_end": "float>=0|None", "w_std": "float>0|None", "b_std": "float>=0",
+    "residual": "float>0", "precision_limited": "bool", "predicted_finite": "bool",
+    "reached": "bool|None", "diverged": "bool|None", "dead": "bool", "center": "bool",
+    "target": "str"}
+
+
+def check_known_fields(rec: dict) -> None:
+    """``check_record_fields`` of the fields of ``rec`` that ``FIELD_KINDS`` knows."""
+    check_record_fields(rec, {k: v for k, v in FIELD_KINDS.items() if k in rec})
+
+
 _KINDS = {"int": "an integer", "int>=0": "an integer >= 0", "int>=1": "an integer >= 1",
           "float": "a finite number", "float>=0": "a finite number >= 0",
           "float>0": "a finite number > 0", "angle": "an angle in [0, 180] degrees",
@@ -376,15 +494,47 @@ def open_run(path: str, config: dict, *, key_fields, resume: bool = False,
                          "records it), got one")
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{where}: expected --out to be a directory, got the file {path}")
+    made = _first_missing(path)  # the top folder this call makes (None: --out existed)
     os.makedirs(path, exist_ok=True)
     _refuse_symlinks(path, where)
+    before = set(os.listdir(path))
     lock = _lock(path, where)
     try:
         return _open_locked(path, config, tuple(key_fields), resume, overwrite, where, lock,
-                            tuple(outputs), validate, tuple(versions))
+                            tuple(outputs), validate, tuple(versions), made, before)
     except BaseException:
         _unlock(path, lock)
+        if made is not None:  # refused before anything was written: the folders go again
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(path, LOCK))
+            _remove_empty(path, made)
         raise
+
+
+def _first_missing(path: str) -> str | None:
+    """The highest folder of ``path`` (itself or an ancestor) that does not exist yet."""
+    path = os.path.abspath(path)
+    top = None
+    while not os.path.exists(path):
+        top, parent = path, os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return top
+
+
+def _remove_empty(path: str, top: str) -> None:
+    """Remove ``path`` and its ancestors up to ``top`` while they are empty (what this run
+    made; a folder holding anything else stays)."""
+    path, top = os.path.abspath(path), os.path.abspath(top)
+    while True:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+        if path == top or not path.startswith(top + os.sep):
+            return
+        path = os.path.dirname(path)
 
 
 def _refuse_symlinks(path: str, where: str) -> None:
@@ -415,15 +565,46 @@ def _remove_outputs(path: str, outputs) -> None:
     fsync_dir(path)
 
 
+def _back_up(path: str, outputs, has_config: bool, has_records: bool) -> str:
+    """Move the run that ``overwrite`` replaces into ``BACKUP``: its records first (never old
+    records under a new configuration), then its outputs, then a copy of its configuration
+    (which the new one replaces in place)."""
+    backup = os.path.join(path, BACKUP)
+    os.mkdir(backup)
+    if has_records:
+        os.replace(os.path.join(path, RECORDS), os.path.join(backup, RECORDS))
+    keep = {CONFIG, RECORDS, LOCK, LOCK + ".owner", BACKUP}
+    with os.scandir(path) as entries:
+        derived = [e.name for e in entries if e.name not in keep
+                   and any(fnmatch.fnmatchcase(e.name, p) for p in tuple(outputs) + (".tmp-*",))]
+    for name in derived:
+        os.replace(os.path.join(path, name), os.path.join(backup, name))
+    if has_config:
+        shutil.copy2(os.path.join(path, CONFIG), os.path.join(backup, CONFIG))
+    fsync_dir(backup)
+    fsync_dir(path)
+    return backup
+
+
 def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outputs=(),
-                 validate=None, versions=()) -> RunDir:
+                 validate=None, versions=(), made=None, before=frozenset()) -> RunDir:
     config_path, records_path = os.path.join(path, CONFIG), os.path.join(path, RECORDS)
+    stale = os.path.join(path, BACKUP)
+    if os.path.lexists(stale):  # a killed overwrite's: that overwrite had been asked for
+        if os.path.isdir(stale) and not os.path.islink(stale):
+            shutil.rmtree(stale)
+        else:
+            os.unlink(stale)
+        before = before - {BACKUP}
     has_config, has_records = os.path.exists(config_path), os.path.exists(records_path)
     records: list[dict] = []
     earlier: list = []  # the provenance of the run resumed
+    backup = None
     if overwrite:
-        atomic_write(records_path, "")  # records go first: never old records under a new config
-        _remove_outputs(path, outputs)  # then the old outputs: none beside the new config
+        if has_config or has_records:
+            backup = _back_up(path, outputs, has_config, has_records)
+        atomic_write(records_path, "")  # an empty record file before the new configuration
+        _remove_outputs(path, outputs)  # stray temporary files too
     elif has_config or has_records:
         if not resume:
             raise ValueError(f"{where}: {path} already holds a run; pass --resume to continue it "
@@ -449,7 +630,9 @@ def _open_locked(path, config, key_fields, resume, overwrite, where, lock, outpu
     if not records and not overwrite:
         atomic_write(records_path, "")
     fsync_dir(path)
-    run = RunDir(path, config, key_fields, records, lock)
+    fresh = backup is not None or not (has_config or has_records)
+    undo = _Undo(path, made, set(before), backup) if fresh else None
+    run = RunDir(path, config, key_fields, records, lock, undo)
     if len(run.done) != len(records):
         raise ValueError(f"{where}: {records_path} holds duplicate records")
     return run

@@ -63,7 +63,7 @@ def shared_run(out: str, config: dict, *, key_fields, resume: bool = False,
             error = err
     state = share.broadcast((None if run is None else (run.path, run.config, run.records), error))
     if state[1] is not None:
-        raise state[1]
+        raise error if error is not None else state[1]  # process 0 keeps its error's class
     if share.is_root:
         with run:
             yield run

@@ -45,7 +45,8 @@ multiplies or adds non-negative numbers, whose computed values are within a fact
 (1 ± γ_k) of the exact ones for k the number of roundings on the longest chain (q − 1 for a
 power by squaring, the block length for a BLAS sum, d + 4 for D); the bounds are moved outward
 by those factors (and by n·2⁻¹⁰⁷⁴ for underflow). The series coefficients are ǎ_p ≤ a_p ≤
-ǎ_p(1 + 2r) (``PowerSeries``). E ≈ (d + 5)u ≈ 9e-14 for MNIST (d = 784).
+â_p (``PowerSeries``: ``coefficients`` and ``upper_coefficients``, a rigorous enclosure at
+every depth ``ntk_power_series`` accepts). E ≈ (d + 5)u ≈ 9e-14 for MNIST (d = 784).
 
 **Blocks.** Row blocks of ``block`` rows go round-robin to one worker thread per CPU (BLAS at
 one thread each); each GEMM block of block × 2048 is processed in 64-row sub-blocks that stay
@@ -82,9 +83,10 @@ from .._core.checks import as_block, as_data, as_depth, resolve_trainable
 from .._core.threads import cpu_count, single_threaded_blas
 from ..activations import parse_angle_activation
 from ..infinite.extremes import ExtremeSearch, extreme_pairs, norm_excess
-from ..infinite.geometry import normalised_rows
+from ..infinite.geometry import normalised_rows, scaled_rows
 from ..infinite.kernels import infinite_ntk
-from ..infinite.power_series import MAX_ORDER, ntk_power_series
+from ..infinite.power_series import (MAX_COST, MAX_ORDER, check_series_cost,
+                                     max_certified_order, ntk_power_series)
 from ..spectrum import lambda_min_upper_bound
 
 __all__ = ["LambdaMinBound", "ConditionBounds", "Separation", "lambda_min_lower_bound",
@@ -273,6 +275,10 @@ class ConditionBounds:
       lambda_min_lower, lambda_min_upper: bounds on λmin of the exact kernel (power series,
         eq. (2); Prop. 4.1 at the extreme pairs).
       rounding: δ, the allowance for the float64 kernel and eigvalsh (added outward).
+      The λ's and δ are in the kernel's units; they are computed for the rows scaled by one
+      power of two (κ is scale-invariant, so x of any finite scale, 1e±200 included, gets its
+      bracket) and scaled back, outward: a lower bound beyond float64's range reads as the
+      largest float64, an upper bound as ``inf``.
       closest, farthest: (θ, i, j) in radians, the extreme input-angle pairs.
       split, order: as ``LambdaMinBound``.
       seconds: {"series", "scan", "pairs", "total"} wall times.
@@ -306,7 +312,18 @@ def _checked(x, depth, activation, trainable, order, block, where):
     act = parse_angle_activation(activation, where)
     depth = as_depth(depth, where)
     layers = resolve_trainable(trainable, depth, where)
-    order = DEFAULT_ORDER if order is None else as_depth(order, where, "order", maximum=MAX_ORDER)
+    series = not act.is_linear and depth > 0  # else the bounds need no series
+    if order is None:
+        order = min(DEFAULT_ORDER, max_certified_order(depth)) if series else DEFAULT_ORDER
+        if order < 0:
+            raise ValueError(
+                f"{where}: expected a depth whose certified power series fits the cost bound "
+                f"(ntkcond.infinite.power_series.MAX_COST) at some order, got depth {depth}; "
+                f"the largest depth is {MAX_COST // (17 * 241)} (at order 0)")
+    else:
+        order = as_depth(order, where, "order", maximum=MAX_ORDER)
+        if series:
+            check_series_cost(depth, order, where)
     block = as_block(block, where, 2)
     return x, act, depth, layers, order, block
 
@@ -341,14 +358,46 @@ def _lambda_min_terms(scan, series, D):
     return value, normalised, split
 
 
-def _prepare(x, layers, order, block, act, depth, trainable):
+def _scaled_norms(x):
+    """(‖x_i‖·2^(−s), s) with s such that the largest lies in [0.5, 1): the bounds are computed
+    for the kernel of x·2^(−s) (every λ scales by 4^(−s), κ not at all), so no scale of x can
+    overflow or underflow them; ``_unscale`` restores the units. Each norm is computed on its
+    row scaled by its own power of two (``scaled_rows``) and then scaled exactly (a row more
+    than 2^1022 times shorter than the longest underflows; κ is then beyond float64 anyway)."""
+    xs, e = scaled_rows(x)
+    norms = np.linalg.norm(xs, axis=1)
+    _, top = np.frexp(norms)
+    s = int(np.max(e + top))
+    with np.errstate(under="ignore"):
+        return np.ldexp(norms, e - s), s
+
+
+def _unscale(value: float, s: int, up: bool) -> float:
+    """value·4^s, rounded outward: an upper bound that overflows is ``inf``, a lower bound that
+    overflows the largest float64; an upper bound that underflows the smallest subnormal."""
+    if not math.isfinite(value) or value == 0:
+        return value
+    with np.errstate(over="ignore", under="ignore"):
+        out = float(np.ldexp(value, 2 * s))
+    if math.isinf(out) and not up:
+        return float(np.finfo(np.float64).max)
+    if up and abs(out) < 2.0**-1022:
+        return float(np.nextafter(out, math.inf))
+    if not up and 0 < abs(out) < 2.0**-1022:
+        return float(np.nextafter(out, -math.inf))
+    return out
+
+
+def _prepare(x, layers, order, block, act, depth, trainable, where):
+    """(series, D of x·2^(−s), scan, seconds of the series, s): eq. (1) for the scaled rows."""
+    xh, _ = normalised_rows(x, where, "x")  # zero rows refused before the series' cost
+    norms, s = _scaled_norms(x)
     t0 = time.perf_counter()
     series = ntk_power_series(depth, act, order=order, trainable=trainable)
     t_series = time.perf_counter() - t0
-    xh, norms = normalised_rows(x, "condition_number_bounds", "x")
     D = norms * math.sqrt(len(layers) / x.shape[1])
     scan = _scan(xh, D, order + 1, block, x)
-    return series, D, scan, t_series
+    return series, D, scan, t_series, s
 
 
 def lambda_min_lower_bound(x, *, depth: int, activation="relu", trainable="all",
@@ -367,7 +416,9 @@ def lambda_min_lower_bound(x, *, depth: int, activation="relu", trainable="all",
     Args:
       x: (n, d) rows, n ≥ 2, no zero rows.
       depth, activation, trainable: as ``ntkcond.infinite.kernels.infinite_ntk``.
-      order: series order P_max (default 1024; cost O(depth·order²) for the series).
+      order: series order P_max (default 1024, or the largest order whose certified series
+        costs at most ``power_series.MAX_COST`` at this depth when that is less:
+        ``max_certified_order``; cost O(depth·order²) for the series).
       block: rows per GEMM block.
 
     Returns:
@@ -376,19 +427,32 @@ def lambda_min_lower_bound(x, *, depth: int, activation="relu", trainable="all",
     where = "lambda_min_lower_bound"
     start = time.perf_counter()
     x, act, depth, layers, order, block = _checked(x, depth, activation, trainable, order, block, where)
-    series, D, scan, _ = _prepare(x, layers, order, block, act, depth, trainable)
+    series, D, scan, _, s = _prepare(x, layers, order, block, act, depth, trainable, where)
     value, normalised, split = _lambda_min_terms(scan, series, D)
-    return LambdaMinBound(value=value, normalised=normalised, split=split, order=order,
+    return LambdaMinBound(value=_unscale(value, s, up=False), normalised=normalised,
+                          split=split, order=order,
                           tail=series.tail_lower, margin=scan.E,
                           seconds=time.perf_counter() - start)
 
 
-def _pair_upper(x, pair, depth, act, trainable):
+def _pair_upper(x, pair, depth, act, trainable, s):
+    """λmin ≤ Prop. 4.1 of the pair's 2 × 2 kernel, for the rows x·2^(−s) (``_prepare``)."""
     _, i, j = pair
-    K = infinite_ntk(x[[i, j]], depth=depth, activation=act, trainable=trainable)
+    with np.errstate(under="ignore"):
+        rows = np.ldexp(x[[i, j]], -s)
+    K = infinite_ntk(rows, depth=depth, activation=act, trainable=trainable)
     bound = lambda_min_upper_bound(K)[0]
     lam_plus = float(np.trace(K))
     return bound + 16 * (depth + 2) * _EPS * lam_plus
+
+
+def _lambdas_in_units(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, s) -> dict:
+    """The λ bounds and the rounding δ of the kernel of x·2^(−s), in the units of x's kernel."""
+    return {"lambda_max_lower": _unscale(lmax_lo, s, up=False),
+            "lambda_max_upper": _unscale(lmax_up, s, up=True),
+            "lambda_min_lower": _unscale(lmin_lo, s, up=False),
+            "lambda_min_upper": _unscale(lmin_up, s, up=True),
+            "rounding": _unscale(delta, s, up=True)}
 
 
 def _kappa_bracket(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, n):
@@ -399,8 +463,13 @@ def _kappa_bracket(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, n):
     return lower * (1 - _gamma(4)), upper * (1 + _gamma(4))
 
 
-def _linear_bounds(x, layers, depth, start):
-    """Linear nets: Θ = |S|·XXᵀ/d; eigenvalues of the smaller Gram matrix (module docstring)."""
+def _linear_bounds(x, layers, depth, start, where):
+    """Linear nets: Θ = |S|·XXᵀ/d; eigenvalues of the smaller Gram matrix (module docstring),
+    of the rows x·2^(−s) (``_scaled_norms``), the λ's returned in the units of x."""
+    normalised_rows(x, where, "x")  # zero rows refused, as for the other activations
+    s = _scaled_norms(x)[1]
+    with np.errstate(under="ignore"):
+        x = np.ldexp(x, -s)
     n, d = x.shape
     scale = len(layers) / d
     small = x.T @ x if n > d else x @ x.T
@@ -431,8 +500,8 @@ def _linear_bounds(x, layers, depth, start):
         lower_eff, upper_eff = 1.0, math.inf
     return ConditionBounds(
         lower=lower, upper=upper, lower_eff=lower_eff, upper_eff=upper_eff,
-        lambda_max_lower=lmax_lo, lambda_max_upper=lmax_up, lambda_min_lower=lmin_lo,
-        lambda_min_upper=lmin_up, rounding=delta, closest=(math.nan, -1, -1),
+        **_lambdas_in_units(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, s),
+        closest=(math.nan, -1, -1),
         farthest=(math.nan, -1, -1), split=1, order=1,
         seconds={"series": 0.0, "scan": time.perf_counter() - start, "pairs": 0.0,
                  "total": time.perf_counter() - start})
@@ -451,7 +520,7 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     Args:
       x: (n, d) rows, n ≥ 2, no zero rows.
       depth, activation, trainable: as ``ntkcond.infinite.kernels.infinite_ntk``.
-      order: series order (default 1024).
+      order: series order (default as ``lambda_min_lower_bound``).
       block: rows per GEMM block.
 
     Returns:
@@ -470,8 +539,8 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     x, act, depth, layers, order, block = _checked(x, depth, activation, trainable, order, block, where)
     n = x.shape[0]
     if act.is_linear or depth == 0:
-        return _linear_bounds(x, layers, depth, start)
-    series, D, scan, t_series = _prepare(x, layers, order, block, act, depth, trainable)
+        return _linear_bounds(x, layers, depth, start, where)
+    series, D, scan, t_series, s = _prepare(x, layers, order, block, act, depth, trainable, where)
     grid = scan.grid
     lmin_lo, _, split = _lambda_min_terms(scan, series, D)
     g = 1 + _gamma(scan.d_round)
@@ -515,8 +584,8 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     lmax_lo = max(max(quotients), float(np.max(D_lo)) ** 2 * (1 - _gamma(4)))  # ≥ max Θ_ii
     # λmin ≤ Prop 4.1 at the extreme pairs, and ≤ min Θ_ii
     t0 = time.perf_counter()
-    lmin_up = min(_pair_upper(x, scan.closest, depth, act, trainable),
-                  _pair_upper(x, scan.farthest, depth, act, trainable),
+    lmin_up = min(_pair_upper(x, scan.closest, depth, act, trainable, s),
+                  _pair_upper(x, scan.farthest, depth, act, trainable, s),
                   float(np.min(D_up)) ** 2 * (1 + _gamma(4)))
     t_pairs = time.perf_counter() - t0
     eps_k = 16 * (depth + 2) * _EPS
@@ -527,8 +596,8 @@ def condition_number_bounds(x, *, depth: int, activation="relu", trainable="all"
     lower_eff, upper_eff = (lower, upper) if full_rank else (1.0, math.inf)
     return ConditionBounds(
         lower=lower, upper=upper, lower_eff=lower_eff, upper_eff=upper_eff,
-        lambda_max_lower=lmax_lo, lambda_max_upper=lmax_up, lambda_min_lower=lmin_lo,
-        lambda_min_upper=lmin_up, rounding=delta, closest=scan.closest, farthest=scan.farthest,
+        **_lambdas_in_units(lmax_lo, lmax_up, lmin_lo, lmin_up, delta, s),
+        closest=scan.closest, farthest=scan.farthest,
         split=split, order=order,
         seconds={"series": t_series, "scan": scan.seconds, "pairs": t_pairs,
                  "total": time.perf_counter() - start})

@@ -21,12 +21,14 @@ n = 10⁴, depth 3: 38.7 s against the exact route's 54 s (``cache=0``: 107 s).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
 
 from .._core.checks import as_data
 from .._core.memory import as_memory_limit, check_memory
+from ..network import NetFamily
 from ..spectrum import Conditioning, conditioning_from_eigenvalues, resolve_tolerances
 from .matrix_free import MatrixFreeConditioning, default_sketch, matrix_free_conditioning
 from .processes import current_share, exchange_tiles
@@ -68,9 +70,12 @@ def blockwise_ntk(
     differ in the last bits: ≲ 1e-14 of max|K|).
 
     Args:
-      x: (n, d) inputs without zero rows.
+      x: (n, d) inputs without zero rows, or NHWC images (n, H, W, C) for a convolutional
+        net.
       depths: iterable of depths L ≥ 0.
-      activation, trainable: as in ``infinite_ntk``.
+      activation, trainable: as in ``infinite_ntk``; ``activation`` may be a net object
+        (``ntkcond.network.MLPFamily``, or a ``CNNFamily`` for images: its kernels by the
+        compiled route, by blocks of rows, every depth in one pass; backend "numpy").
       block: tile size b.
       backend: "numpy" (tiles on ``workers`` threads), or "jax" to shard the blocks of each
         block row over JAX devices (``ntkcond.scale.sharded``; float64). Across the
@@ -95,6 +100,9 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
                    workers, where, options=(None, None, None)):
     """``blockwise_ntk`` with the caller's name in its errors."""
     memory_limit = as_memory_limit(memory_limit, where)
+    if isinstance(activation, NetFamily) and activation.takes_images:
+        return _image_kernels(x, activation, depths, trainable, backend, memory_limit, where,
+                              options)
     x, xh, norms, d, net, depths, layers, block = prepare(x, depths, activation, trainable, block,
                                                           where, *options)
     if backend == "jax" and not net.angle_chain:
@@ -132,6 +140,23 @@ def _blockwise_ntk(x, depths, activation, trainable, block, backend, devices, me
               share=share).run(place_own)
     exchange_tiles(share, mine, place)
     return out
+
+
+def _image_kernels(x, family, depths, trainable, backend, memory_limit, where, options):
+    """{L: (n, n) NTK} of a convolutional net on NHWC images x: the compiled route by blocks
+    of rows, every depth's read-out in one pass (``ntkcond.infinite.engine.sweep_images``);
+    exactly symmetric (mirrored from the upper triangle)."""
+    from ..infinite.kernels import sweep_images_of
+
+    if backend != "numpy" or any(v is not None for v in options):
+        raise ValueError(f"{where}: a convolutional net (CNNFamily, which carries its options) "
+                         f"runs on backend 'numpy' without w_std/b_std/residual, got backend "
+                         f"{backend!r} and options {options}")
+    n = int(np.shape(x)[0])
+    items = sweep_images_of(x, family, depths, trainable, where, angles=False)
+    check_memory(8 * n * n * (len(set(depths)) + 2), f"{len(set(depths))} float64 kernel(s) of "
+                 f"{n} x {n} and their angles", memory_limit, where)
+    return {item.depth: item.ntk for item in items}
 
 
 def exact_conditioning(
@@ -176,7 +201,8 @@ def exact_conditioning(
     if timings is not None and not isinstance(timings, dict):
         raise TypeError(f"{where}: expected timings as a dict to fill (or None), got "
                         f"{type(timings).__name__} {timings!r}")
-    n = as_data(x, where, "x").shape[0]
+    images = isinstance(activation, NetFamily) and activation.takes_images
+    n = int(np.shape(x)[0]) if images else as_data(x, where, "x").shape[0]
     rtol, atol = resolve_tolerances(rtol, atol, n, where)
     start = time.perf_counter()
     kernels = _blockwise_ntk(x, depths, activation, trainable, block, backend, None, memory_limit,
@@ -192,9 +218,10 @@ def exact_conditioning(
             out[L] = conditioning_from_eigenvalues(np.asarray(w, dtype=np.float64),
                                                    np.dtype(np.float64), rtol, atol, where)
         del K
-    if share.distributed:
-        for part in share.allgather(out):
-            out.update(part)
+    if share.distributed:  # Conditioning crosses as its fields (data, never objects)
+        fields = {L: dataclasses.asdict(c) for L, c in out.items()}
+        for part in share.allgather(fields):
+            out.update({L: Conditioning(**f) for L, f in part.items()})
         out = dict(sorted(out.items()))
     if timings is not None:
         timings.update(build=built - start, eigvalsh=time.perf_counter() - built)

@@ -20,8 +20,18 @@ its blocks over the processes and returns the full result in each:
 
 The collectives are ``jax.experimental.multihost_utils.process_allgather`` of byte strings
 (exact for any dtype; no float64 switch needed) — JAX's own runtime, no second distribution
-layer. A process that is not part of an initialised runtime (the usual case) sees
-``Share(0, 1)`` and every function here is a no-op.
+layer. Values cross as data, never as code: ``ntkcond._core.wire`` (arrays as raw bytes with
+an explicit dtype and shape, the rest as JSON; nothing is unpickled), so a process that reaches
+the coordinator's port can at worst send wrong numbers. A process that is not part of an
+initialised runtime (the usual case) sees ``Share(0, 1)`` and every function here is a no-op.
+
+**A peer that dies.** When a collective fails (gloo: "Connection closed by peer"), the
+surviving processes call the roll through the coordinator's key-value store (each writes its
+name under the collective's sequence number and waits up to ``ROLL_SECONDS`` for the others)
+and check the process ids that every process published when it joined (``initialize``) on
+their own host; the ``PeerLostError`` names the processes that have exited (same host) or did
+not answer (another host). A dead process 0 takes the coordination service with it: JAX
+then ends every process itself, and the local launcher names process 0.
 
 This module never touches JAX's global configuration; ``initialize`` (for the processes
 started for distribution: ``ntkcond.runs.launcher``) does, as ``jax.distributed.initialize``
@@ -31,13 +41,45 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import pickle
+import json
+import os
 import socket
 import sys
+import time
 
 import numpy as np
 
-__all__ = ["Share", "current_share", "exchange_tiles", "initialize", "local_process_count"]
+from .._core.wire import decode, encode
+
+__all__ = ["Share", "PeerLostError", "PeerMessageError", "current_share", "exchange_tiles", "initialize",
+           "local_process_count"]
+
+#: How long the survivors of a failed collective wait for each other's answer to the roll.
+ROLL_SECONDS = 5.0
+
+_PEER_KEY = "ntkcond/peer/{}"
+_ROLL_KEY = "ntkcond/roll/{}/{}"
+_sequence = [0]  # collectives so far in this process: the same count in every process
+
+
+class PeerLostError(ConnectionError):
+    """A collective failed because another process of the run ended or stopped answering."""
+
+
+class PeerMessageError(ValueError):
+    """Another process sent what this one cannot take (a size beyond memory, a wrong length);
+    every process sees the same gathered values, so every process raises it."""
+
+
+def _check_sizes(sizes: list, count: int) -> None:
+    """PeerMessageError unless every announced size is ≥ 0 and the padded buffers of all
+    ``count`` processes fit in this machine's memory (checked before they are allocated)."""
+    from .._core.memory import available_memory
+
+    for p, size in enumerate(sizes):
+        if size < 0 or (1 << size.bit_length()) * count > available_memory():
+            raise PeerMessageError(f"allgather: expected a message size that fits in memory from "
+                                   f"process {p} (x {count} processes), got {size} bytes")
 
 _MIN_BYTES = 1 << 10  # gathered byte strings are padded to powers of two (few compiled shapes)
 
@@ -77,20 +119,31 @@ class Share:
             return [bytes(payload)]
         from jax.experimental import multihost_utils
 
-        size = np.array([len(payload)], dtype=np.int64).view(np.uint8)
-        sizes = np.asarray(multihost_utils.process_allgather(size)).reshape(self.count, 8)
-        sizes = [int(s) for s in sizes.copy().view(np.int64).ravel()]
-        width = max(_MIN_BYTES, 1 << max(sizes).bit_length())
-        buf = np.zeros(width, dtype=np.uint8)
-        buf[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
-        rows = np.asarray(multihost_utils.process_allgather(buf)).reshape(self.count, width)
+        _sequence[0] += 1
+        try:
+            size = np.array([len(payload)], dtype=np.int64).view(np.uint8)
+            sizes = np.asarray(multihost_utils.process_allgather(size)).reshape(self.count, 8)
+            sizes = [int(s) for s in sizes.copy().view(np.int64).ravel()]
+            _check_sizes(sizes, self.count)
+            width = max(_MIN_BYTES, 1 << max(sizes).bit_length())
+            buf = np.zeros(width, dtype=np.uint8)
+            buf[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+            rows = np.asarray(multihost_utils.process_allgather(buf)).reshape(self.count, width)
+        except PeerMessageError:
+            raise
+        except Exception as err:  # noqa: BLE001 (a failed collective: name the peer it lost)
+            raise _peer_lost(self, err) from None
         return [rows[p, : sizes[p]].tobytes() for p in range(self.count)]
 
     def allgather(self, obj) -> list:
-        """Every process's ``obj`` (pickled between the processes of one job), in process order."""
+        """Every process's ``obj``, in process order: values of the kinds of
+        ``ntkcond._core.wire`` (None, bool, int, float, str, lists, tuples, dicts, numeric numpy
+        arrays and scalars, built-in exceptions), sent as data and decoded without running
+        anything (a malformed message: ValueError naming its process)."""
         if not self.distributed:
             return [obj]
-        return [pickle.loads(b) for b in self.allgather_bytes(pickle.dumps(obj, protocol=5))]
+        return [decode(b, f"allgather (from process {p})")
+                for p, b in enumerate(self.allgather_bytes(encode(obj)))]
 
     def broadcast(self, obj):
         """Process 0's ``obj`` in every process (the others' are ignored)."""
@@ -111,6 +164,10 @@ class Share:
         digest = b"" if check is None else hashlib.sha256(
             np.ascontiguousarray(check).tobytes()).digest()
         got = self.allgather_bytes(digest + part.tobytes())
+        for p, g in enumerate(got):
+            if len(g) != len(digest) + part.nbytes:
+                raise PeerMessageError(f"{where}: expected {len(digest) + part.nbytes} bytes from "
+                                       f"process {p} (its part of the product), got {len(g)}")
         if len({g[: len(digest)] for g in got}) != 1:
             raise ValueError(f"{where}: the processes multiply different blocks (their "
                              "computations diverged: hosts with different BLAS builds?)")
@@ -120,9 +177,9 @@ class Share:
         return out
 
     def on_root(self, fn):
-        """``fn()`` on process 0 (file reads and writes), its value in every process; an
-        error it raises is raised in every process, so none waits for a collective the others
-        never reach."""
+        """``fn()`` on process 0 (file reads and writes), its value (of ``allgather``'s kinds)
+        in every process; an error it raises is raised in every process (as its built-in
+        class, ``ntkcond._core.wire``), so none waits for a collective the others never reach."""
         if not self.distributed:
             return fn()
         value = error = None
@@ -131,13 +188,15 @@ class Share:
                 value = fn()
             except Exception as err:  # noqa: BLE001 (re-raised in every process below)
                 error = err
+        own = error
         value, error = self.broadcast((value, error))
         if error is not None:
-            raise error
+            raise own if own is not None else error  # process 0 keeps its error's own class
         return value
 
     def gather_rows(self, pieces: list) -> list:
-        """All processes' ``pieces`` (lists of picklable items), concatenated in process order."""
+        """All processes' ``pieces`` (lists of ``allgather``'s kinds), concatenated in process
+        order."""
         if not self.distributed:
             return list(pieces)
         return [item for part in self.allgather(list(pieces)) for item in part]
@@ -216,4 +275,92 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
             jax.distributed.initialize()
         else:
             jax.distributed.initialize(coordinator, num_processes, process_id)
+        share = current_share()
+        _store_set(_PEER_KEY.format(share.index),
+                   json.dumps({"host": socket.gethostname(), "pid": os.getpid()}))
     return current_share()
+
+
+# ------------------------------------------------------------------ a peer that died (module doc)
+def _client():
+    """The coordination service's key-value client of JAX's runtime, or None (jax internals:
+    another jax version without it gets the plain message)."""
+    try:
+        from jax._src import distributed
+    except ImportError:
+        return None
+    return getattr(getattr(distributed, "global_state", None), "client", None)
+
+
+def _store_set(key: str, value: str) -> None:
+    client = _client()
+    try:
+        client.key_value_set(key, value)
+    except Exception:  # noqa: BLE001 (no store: the roll below then names nobody)
+        pass
+
+
+def _store_get(key: str):
+    """The value at ``key`` now, or None (absent, or no store)."""
+    client = _client()
+    try:
+        return client.key_value_try_get(key)
+    except Exception:  # noqa: BLE001 (absent or no store)
+        return None
+
+
+def _exited(pid: int) -> bool:
+    """Whether the process ``pid`` of this host has ended (gone, or a zombie not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: it exists
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _peer_lost(share: Share, err: Exception) -> PeerLostError:
+    """The error for a failed collective, naming the processes that ended or did not answer."""
+    seq = _sequence[0]
+    host = socket.gethostname()
+    _store_set(_ROLL_KEY.format(seq, share.index), host)
+    peers = {}
+    for p in range(share.count):
+        raw = _store_get(_PEER_KEY.format(p))
+        try:
+            peers[p] = json.loads(raw) if raw else {}
+        except ValueError:
+            peers[p] = {}
+    # until each peer has answered the roll or (on this host) has exited, or the time is up: a
+    # killed process closes its sockets (gloo's error) a moment before it is a zombie
+    pending, exited = set(range(share.count)) - {share.index}, set()
+    deadline = time.monotonic() + ROLL_SECONDS
+    while pending:
+        for p in sorted(pending):
+            info = peers[p]
+            if (info.get("host") == host and isinstance(info.get("pid"), int)
+                    and _exited(info["pid"])):
+                exited.add(p)
+                pending.discard(p)
+            elif _store_get(_ROLL_KEY.format(seq, p)) is not None:
+                pending.discard(p)
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    lost = []
+    for p in sorted(exited | pending):
+        info = peers[p]
+        where = f"pid {info.get('pid', '?')} on {info.get('host', '?')}"
+        lost.append(f"process {p} ({where}) has exited" if p in exited else
+                    f"process {p} ({where}) did not answer within {ROLL_SECONDS:g} s")
+    cause = " ".join(str(err).split())[:200]
+    if not lost:
+        return PeerLostError(f"a collective of the {share.count} processes failed although every "
+                             f"process answered ({cause})")
+    return PeerLostError(f"{'; '.join(lost)}: process {share.index} of {share.count} could not "
+                         f"finish the collective with it ({cause})")

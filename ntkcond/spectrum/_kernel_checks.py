@@ -21,6 +21,8 @@ __all__ = [
     "EPS64",
     "NOISE_CAP",
     "SYMMETRY_EPS_FACTOR",
+    "ASYMMETRY_ULPS",
+    "symmetry_tolerance",
     "ScaledKernel",
     "as_float_dtype",
     "as_square_kernel",
@@ -34,9 +36,15 @@ __all__ = [
     "scale_trusted",
 ]
 
-# Entries of K − Kᵀ up to this many eps (of the kernel's dtype) times max|K| count as rounding;
-# so do entries |K_ij| up to this many eps above √(K_ii K_jj) in ``pairwise_angles``.
+# Entries |K_ij| up to this many eps (of the kernel's dtype) above √(K_ii K_jj) count as
+# rounding in ``pairwise_angles``.
 SYMMETRY_EPS_FACTOR = 1e4
+
+# |K − Kᵀ| ≤ (1e4·eps₆₄ + ASYMMETRY_ULPS·eps)·max|K| counts as rounding (``symmetry_tolerance``):
+# the float64 rounding of a Gram product of ~10⁸ terms computed in two orders, plus 64 units
+# of the kernel's own dtype for storing it (2.2e-12·max|K| in float64, 7.6e-6 in float32, so a
+# float32 kernel 0.1% off symmetric is refused; kernels computed symmetrically have none).
+ASYMMETRY_ULPS = 64
 
 # The PSD test never takes more than this fraction of λ_max for rounding noise (see
 # ``conditioning``): it binds only where n·eps of the dtype exceeds it (float16 from n = 11,
@@ -155,22 +163,31 @@ def scale_exponent(K64: np.ndarray, where: str) -> int:
     return int(np.frexp(peak)[1])
 
 
+def symmetry_tolerance(eps: float) -> float:
+    """(1e4·eps₆₄ + ``ASYMMETRY_ULPS``·eps): the relative asymmetry |K − Kᵀ|/max|K| that a
+    kernel of a dtype with this eps may have from rounding (module constants)."""
+    return SYMMETRY_EPS_FACTOR * float(np.finfo(np.float64).eps) + ASYMMETRY_ULPS * eps
+
+
 def check_symmetric(Ks: np.ndarray, e: int, eps: float, where: str) -> np.ndarray:
-    """Ks = K·2^(−e), max|Ks| in [0.5, 1): |K − Kᵀ| ≤ 1e4·eps·max|K| or ValueError.
+    """Ks = K·2^(−e), max|Ks| in [0.5, 1): |K − Kᵀ| ≤ ``symmetry_tolerance(eps)``·max|K| or
+    ValueError.
 
     Returns Ksᵀ as a new C-contiguous array (for ``symmetric_part``)."""
     Kt = np.ascontiguousarray(Ks.T)
     diff = np.subtract(Ks, Kt)
     np.abs(diff, out=diff)
     asym = float(np.max(diff))
-    tol = SYMMETRY_EPS_FACTOR * eps * max_abs(Ks)
+    rel = symmetry_tolerance(eps)
+    tol = rel * max_abs(Ks)
     if asym > tol:
         i, j = np.unravel_index(int(np.argmax(diff)), Ks.shape)
         with np.errstate(over="ignore", under="ignore"):
             got, limit = math.ldexp(asym, e), math.ldexp(tol, e)
         raise ValueError(
             f"{where}: expected a symmetric matrix, got |K[{i},{j}] - K[{j},{i}]| = {got:.3g} "
-            f"(> {SYMMETRY_EPS_FACTOR:g}*eps*max|K| = {limit:.3g})"
+            f"(> {rel:.2g}*max|K| = {limit:.3g}, the rounding allowed for its dtype: "
+            f"1e4*eps64 + {ASYMMETRY_ULPS}*eps); symmetrise it, (K + K.T)/2, if that is meant"
         )
     return Kt
 
@@ -199,7 +216,7 @@ class ScaledKernel(NamedTuple):
 
 def scale_checked(K64: np.ndarray, kdtype, where: str) -> ScaledKernel:
     """``ScaledKernel`` of a float64 K from ``as_square_kernel`` (its own copy, overwritten):
-    the zero matrix refused, K scaled in place by 2^(−e), |K − Kᵀ| ≤ 1e4·eps·max|K| checked
+    the zero matrix refused, K scaled in place by 2^(−e), |K − Kᵀ| ≤ ``symmetry_tolerance``·max|K| checked
     (``check_symmetric``: the one transpose) and (K + Kᵀ)/2 written over that transpose."""
     e = scale_exponent(K64, where)
     with np.errstate(under="ignore"):

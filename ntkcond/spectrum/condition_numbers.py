@@ -85,11 +85,10 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
     Args:
       K: (n, n) symmetric PSD matrix (numpy, jax or nested lists; integer or floating dtype,
         bfloat16 included). It is symmetrised as (K + Kᵀ)/2 and diagonalised with a float64
-        ``eigvalsh``. The symmetry test allows |K − Kᵀ| ≤ 1e4·eps·max|K| of K's own dtype as
-        rounding: 2.2e-12·max|K| in float64, but 1.2e-3·max|K| in float32 (the rounding of a
-        float32 Gram product of ~10⁸ terms) and more than max|K| in float16/bfloat16 (no
-        test): an asymmetry below that is not detected in a low-precision kernel and enters
-        κ only through (K + Kᵀ)/2; pass K in float64 for the tight test.
+        ``eigvalsh``. The symmetry test allows |K − Kᵀ| ≤ (1e4·eps₆₄ + 64·eps)·max|K|, eps of
+        K's own dtype, as rounding: 2.2e-12·max|K| in float64, 7.6e-6·max|K| in float32 (a
+        float32 kernel 0.1% off symmetric is refused), 0.06 in float16 and 0.5 in bfloat16;
+        an asymmetry below that enters κ only through (K + Kᵀ)/2.
       rtol: relative cutoff (a real number ≥ 0); default n·eps of float64 (numpy
         ``matrix_rank``'s convention).
       atol: absolute cutoff (a real number ≥ 0, in the units of K); default 0. The cutoff is
@@ -116,7 +115,8 @@ def conditioning(K, *, rtol: float | None = None, atol: float | None = None, dty
       TypeError: K is not a real numeric array; rtol or atol is not a real number; dtype is not
         a floating dtype.
       ValueError: K is empty, not square, not finite, asymmetric beyond rounding
-        (|K − Kᵀ| > 1e4·eps·max|K|), zero, or has an eigenvalue below the PSD rule's bound;
+        (|K − Kᵀ| > (1e4·eps₆₄ + 64·eps)·max|K|), zero, or has an eigenvalue below the PSD
+        rule's bound;
         rtol or atol is negative or not finite.
 
     Examples:

@@ -110,8 +110,8 @@ def lambda_min_upper_bound(K) -> tuple[float, int, int]:
     close pair dominates (a block-diagonal K with one near-parallel pair attains it).
 
     Validation as in ``conditioning``: real, square, finite, nonzero, symmetric up to
-    1e4·eps·max|K| (the symmetric part (K + Kᵀ)/2 is used). Positive semi-definiteness is only
-    checked where it is cheap: every λ₋ (a 2 × 2 principal minor's eigenvalue, ≥ λ_min(K)) must
+    (1e4·eps₆₄ + 64·eps)·max|K| (the symmetric part (K + Kᵀ)/2 is used). Positive
+    semi-definiteness is only checked where it is cheap: every λ₋ (a 2 × 2 principal minor's eigenvalue, ≥ λ_min(K)) must
     be ≥ −n·eps·‖K‖_∞, a tolerance no smaller than ``conditioning``'s, so every kernel
     ``conditioning`` accepts is accepted (a non-PSD K whose 2 × 2 blocks pass still gets a valid
     upper bound: interlacing holds for any symmetric matrix).

@@ -13,7 +13,8 @@ __all__ = ["argmin_upper", "pairwise_angles", "pairwise_angles_core", "smallest_
 
 def _checked_angles(K, where: str, min_rows: int = 1) -> np.ndarray:
     """``pairwise_angles``' checks, once (real, square with n ≥ ``min_rows``, finite, nonzero,
-    symmetric up to 1e4·eps·max|K|), then ``pairwise_angles_core``; messages name ``where``."""
+    symmetric up to (1e4·eps₆₄ + 64·eps)·max|K|), then ``pairwise_angles_core``; messages name
+    ``where``."""
     K64, kdtype = as_square_kernel(K, where)
     n = K64.shape[0]
     if n < min_rows:
@@ -94,8 +95,9 @@ def pairwise_angles(K) -> np.ndarray:
     Raises:
       TypeError: K is not a real numeric array.
       ValueError: K is not square, empty or finite, is asymmetric beyond rounding
-        (|K − Kᵀ| > 1e4·eps·max|K|, as ``conditioning``), has a diagonal entry ≤ 0, or an entry
-        with |K_ij| > √(K_ii K_jj)·(1 + 1e4·eps) (not a Gram matrix: no angle exists).
+        (|K − Kᵀ| > (1e4·eps₆₄ + 64·eps)·max|K|, as ``conditioning``), has a diagonal entry ≤ 0,
+        or an entry with |K_ij| > √(K_ii K_jj)·(1 + 1e4·eps) (not a Gram matrix: no angle
+        exists).
 
     Examples:
       >>> import numpy as np, ntkcond

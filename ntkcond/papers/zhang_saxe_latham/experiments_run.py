@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 from ... import plot as plot_module
 from ..._core.io import atomic_write
@@ -124,6 +125,8 @@ def _floats(text: str | None, name: str) -> list[float] | None:
         raise ValueError(f"{name}: expected comma-separated numbers, got {text!r}") from None
     if not values:
         raise ValueError(f"{name}: expected at least one number, got {text!r}")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{name}: expected finite numbers, got {text!r}")
     return values
 
 

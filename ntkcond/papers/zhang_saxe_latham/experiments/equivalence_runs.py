@@ -231,9 +231,15 @@ def closed_form(*, lrs=None, fast: bool = False, seed: int = 0,
     if lrs is None:
         lrs = (0.004, 0.6) if fast else (0.004, 0.05, 0.2, 0.6)
     lrs = positive_values("closed_form", "lrs", lrs)
+    v, s, u0, T = unit_vector(8, seed), 3.0, 1e-3, 6.0
+    # each run takes round(T/lr) steps: at least 1 (lr <= 2T) and at most MAX_EQUIVALENCE_STEPS
+    bad = [lr for lr in lrs if round(T / lr) < 1 or T / lr > MAX_EQUIVALENCE_STEPS]
+    if bad:
+        raise ValueError(f"closed_form: expected learning rates lrs in [{T / MAX_EQUIVALENCE_STEPS:.3g}, "
+                         f"{2 * T:g}] (each run takes round(t/lr) steps up to t = {T:g}: at least "
+                         f"1 and at most {MAX_EQUIVALENCE_STEPS}), got {bad}")
     bar = progress_callback(progress)
     x0, _ = symmetric_gaussian(64, 8, seed)
-    v, s, u0, T = unit_vector(8, seed), 3.0, 1e-3, 6.0
     x, y = symmetrize(x0, s * x0 @ v)
     alphas = (0.0, 0.5, 1.0) if fast else ALPHAS
     out = {"s": s, "u0": u0, "time": T, "results": []}
