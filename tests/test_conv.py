@@ -359,3 +359,29 @@ def test_compiled_route_by_blocks_of_rows_equals_one_tile(monkeypatch):
         a, b = getattr(whole, key), getattr(blocks, key)
         assert np.array_equal(b, b.T), key
         assert np.max(np.abs(a - b)) <= 1e-15 * np.max(np.abs(a)), key
+
+
+@pytest.mark.nt
+def test_finite_nets_equal_neural_tangents_apply():
+    """The same parameters give neural-tangents' outputs (its init_fn's layout: HWIO filters,
+    (W, b) per convolution): SAME, VALID, CIRCULAR, strides, pooling, to 1e-12 relative
+    (ntkcond's convolution is an im2col matrix product, neural-tangents' XLA's)."""
+    nt_stax = pytest.importorskip("neural_tangents.stax")
+    import jax
+    import jax.numpy as jnp
+
+    from ntkcond._core.x64 import x64
+
+    def net(s):
+        return s.serial(s.Conv(6, (3, 3), padding="SAME", W_std=1.3, b_std=0.2), s.Relu(),
+                        s.Conv(5, (2, 3), strides=(2, 1), padding="VALID", W_std=1.1), s.Erf(),
+                        s.Conv(4, (3, 3), strides=(1, 2), padding="CIRCULAR", W_std=1.2),
+                        s.AvgPool((2, 2), padding="SAME"), s.Flatten(), s.Dense(1))
+    x = _images((7, 9, 2), 3, 6)
+    with x64():
+        theirs_init, theirs_apply, _ = net(nt_stax)
+        _, params = theirs_init(jax.random.PRNGKey(0), x.shape)
+        params = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params)
+        want = np.asarray(theirs_apply(params, jnp.asarray(x)))
+        got = np.asarray(net(stax)[1](params, jnp.asarray(x)))
+    assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))

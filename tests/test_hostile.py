@@ -66,17 +66,30 @@ class Case:
     errors: tuple = LIB
     message: str = ""
     plain: bool = False
+    needs: tuple = ()  # optional packages the case imports (it skips without them)
 
 
 CASES: list[Case] = []
+_NEEDS: tuple = ()
+
+
+@contextlib.contextmanager
+def needing(*packages):
+    """Cases declared inside need ``packages`` (an optional extra): they skip without them."""
+    global _NEEDS
+    outer, _NEEDS = _NEEDS, _NEEDS + packages
+    try:
+        yield
+    finally:
+        _NEEDS = outer
 
 
 def value(id, run, check):
-    CASES.append(Case(id, run, "value", check=check))
+    CASES.append(Case(id, run, "value", check=check, needs=_NEEDS))
 
 
 def error(id, run, message, errors=LIB, plain=False):
-    CASES.append(Case(id, run, "error", errors=errors, message=message, plain=plain))
+    CASES.append(Case(id, run, "error", errors=errors, message=message, plain=plain, needs=_NEEDS))
 
 
 # ------------------------------------------------------------------------------------ data
@@ -303,25 +316,26 @@ def _flax_ntk_error(jax, ravel_pytree):
     return np.max(np.abs(K - np.einsum("iap,jap->ij", J, J) / 2))
 
 
-value("from_flax NTK against one jacrev", _flax_ntk_matches, lambda err: err < 1e-12)
-error("from_flax unknown keyword", lambda: _from_flax(*_flax_net(), trian=False),
-      r"from_flax: expected keyword arguments of Net.__call__\(train\), got \['trian'\]")
-error("from_flax mutable=", lambda: _from_flax(*_flax_net(), mutable=True), r"from_flax: expected no mutable=")
-error("from_flax rngs=", lambda: _from_flax(*_flax_net(), rngs={}), r"from_flax: expected no rngs=")
-error("from_flax variables['params'] only", lambda: _from_flax(_flax_net()[0], _flax_net()[1]["params"]),
-      r"from_flax: expected variables with a 'params' collection")
-error("from_flax a superset of the variables",
-      lambda: _from_flax(_flax_net()[0], {"params": {**_flax_net()[1]["params"],
-                                                      "extra": {"k": np.ones(3)}}}).empirical_ntk(_x()),
-      r"from_flax: expected variables\['params'\] of this module")
-error("from_flax variables of another model",
-      lambda: _from_flax(_flax_net()[0], {"params": {"Dense_0": {"kernel": np.ones((4, 2)),
-                                                                 "bias": np.ones(2)}}}).empirical_ntk(_x()),
-      r"from_flax: expected variables\['params'\] of this module")
-error("from_flax net's apply_fn with another model's params",
-      lambda: _entk(_from_flax(*_flax_net()).apply_fn, _W, _x()),
-      r"from_flax: expected params of this model")
-error("from_flax module 3", lambda: _from_flax(3, {}), r"from_flax: expected module as a flax.linen.Module")
+with needing("flax"):
+    value("from_flax NTK against one jacrev", _flax_ntk_matches, lambda err: err < 1e-12)
+    error("from_flax unknown keyword", lambda: _from_flax(*_flax_net(), trian=False),
+          r"from_flax: expected keyword arguments of Net.__call__\(train\), got \['trian'\]")
+    error("from_flax mutable=", lambda: _from_flax(*_flax_net(), mutable=True), r"from_flax: expected no mutable=")
+    error("from_flax rngs=", lambda: _from_flax(*_flax_net(), rngs={}), r"from_flax: expected no rngs=")
+    error("from_flax variables['params'] only", lambda: _from_flax(_flax_net()[0], _flax_net()[1]["params"]),
+          r"from_flax: expected variables with a 'params' collection")
+    error("from_flax a superset of the variables",
+          lambda: _from_flax(_flax_net()[0], {"params": {**_flax_net()[1]["params"],
+                                                          "extra": {"k": np.ones(3)}}}).empirical_ntk(_x()),
+          r"from_flax: expected variables\['params'\] of this module")
+    error("from_flax variables of another model",
+          lambda: _from_flax(_flax_net()[0], {"params": {"Dense_0": {"kernel": np.ones((4, 2)),
+                                                                     "bias": np.ones(2)}}}).empirical_ntk(_x()),
+          r"from_flax: expected variables\['params'\] of this module")
+    error("from_flax net's apply_fn with another model's params",
+          lambda: _entk(_from_flax(*_flax_net()).apply_fn, _W, _x()),
+          r"from_flax: expected params of this model")
+    error("from_flax module 3", lambda: _from_flax(3, {}), r"from_flax: expected module as a flax.linen.Module")
 
 
 def _nnx_centred():
@@ -338,8 +352,9 @@ def _nnx_centred():
     return ntkcond.from_nnx(Centred(nnx.Rngs(0))).empirical_ntk(_x())
 
 
-error("from_nnx batch-coupled model", _nnx_centred,
-      r"empirical_ntk_fn: expected apply_fn to act on the examples independently")
+with needing("flax"):
+    error("from_nnx batch-coupled model", _nnx_centred,
+          r"empirical_ntk_fn: expected apply_fn to act on the examples independently")
 
 
 def _eqx_other_params():
@@ -352,8 +367,9 @@ def _eqx_other_params():
     return ntkcond.empirical_ntk_fn(a.apply_fn)(b.params, _x())
 
 
-error("from_equinox apply_fn with another model's params", _eqx_other_params,
-      r"from_equinox: expected params of this model")
+with needing("equinox"):
+    error("from_equinox apply_fn with another model's params", _eqx_other_params,
+          r"from_equinox: expected params of this model")
 
 
 # ----------------------------------------------------------- 3. the unimodality certificate
@@ -546,7 +562,7 @@ def _snapshot(path):
 
 
 def script_error(id, name, argv, pattern, **kw):
-    CASES.append(Case(id, lambda: _script(name, argv, **kw), "script", message=pattern))
+    CASES.append(Case(id, lambda: _script(name, argv, **kw), "script", message=pattern, needs=_NEEDS))
 
 
 G = ["--dataset", "gaussian", "--n", "40", "--dim", "4"]
@@ -823,9 +839,10 @@ value("runs.load of a convolutional cond-vs-depth run (--arch cnn)", lambda: _fi
     "cond_vs_depth", ["--dataset", "digits", "--batch", "8", "--max-batches", "1", "--depths", "0,1",
                       "--arch", "cnn", "--readout", "gap", "--width", "8", "--seeds", "1"]),
     lambda df: len(df) == 4 and set(df.arch) == {"cnn"} and (df.kappa_eff > 0).all())
-value("runs.load of a train-track run", lambda: _finished_run(
-    "train_track", ["--train", "32", "--width", "8", "--steps", "5", "--snapshots", "2"]),
-    lambda df: len(df) == 2 and list(df.step) == [0, 5] and (df.kappa_eff > 0).all())
+with needing("optax"):
+    value("runs.load of a train-track run", lambda: _finished_run(
+        "train_track", ["--train", "32", "--width", "8", "--steps", "5", "--snapshots", "2"]),
+        lambda df: len(df) == 2 and list(df.step) == [0, 5] and (df.kappa_eff > 0).all())
 script_error("train-track --train beyond the data set", "train_track",
              ["--dataset", "digits", "--train", "100000", "--width", "8", "--steps", "5"],
              r"--train: expected at most n = 1797 \(the rows of digits\), got 100000")
@@ -906,10 +923,8 @@ def classify(case: Case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile_case(case):
-    if "flax" in case.id or "nnx" in case.id:
-        pytest.importorskip("flax")
-    if "equinox" in case.id:
-        pytest.importorskip("equinox")
+    for package in case.needs:
+        pytest.importorskip(package)
     label, detail, seconds = classify(case)
     assert label in ("value", "error"), detail
     assert label == ("value" if case.expect == "value" else "error"), detail

@@ -174,33 +174,48 @@ class Conv(Layer):
         return shape, (W, b)
 
     def apply(self, params, x):
+        """W_std/√(k_h k_w C_in)·(x ⋆ W) + b_std·b, the convolution as one matrix product of the
+        images' patches (im2col: the k_h·k_w shifted slices of the padded images side by
+        side, in HWIO's order) with W as a (k_h k_w C_in) × C_out matrix, at the highest
+        precision: XLA's float64 convolution on the CPU and its derivatives are 5–80x
+        slower (``benchmarks/bench_conv.py``), and the empirical NTK is made of them."""
         import jax
+        import jax.numpy as jnp
 
         W, b = params
-        fan_in = self.filter_shape[0] * self.filter_shape[1] * x.shape[-1]
-        padding = self.padding
-        if padding == "CIRCULAR":
-            x, padding = _wrap(x, self.filter_shape, self.strides), "VALID"
-        out = jax.lax.conv_general_dilated(
-            x, W, self.strides, padding, dimension_numbers=("NHWC", "HWIO", "NHWC"),
-            precision=jax.lax.Precision.HIGHEST)
+        (kh, kw), (sh, sw) = self.filter_shape, self.strides
+        fan_in = kh * kw * x.shape[-1]
+        h, w = x.shape[1:3]
+        oh, ow = (output_size(h, kh, sh, self.padding), output_size(w, kw, sw, self.padding))
+        if self.padding == "CIRCULAR":
+            x = _wrap(x, self.filter_shape, self.strides)
+        elif self.padding == "SAME":
+            pads = [(0, 0)] + [_same_pads(n, k, st) for n, k, st in ((h, kh, sh), (w, kw, sw))]
+            x = jnp.pad(x, pads + [(0, 0)])
+        cols = [x[:, dh:dh + sh * (oh - 1) + 1:sh, dw:dw + sw * (ow - 1) + 1:sw, :]
+                for dh in range(kh) for dw in range(kw)]
+        patches = jnp.concatenate(cols, axis=-1)
+        out = jnp.einsum("nhwk,ko->nhwo", patches, W.reshape(-1, W.shape[-1]),
+                         precision=jax.lax.Precision.HIGHEST)
         out = math.sqrt(self.weight_variance / fan_in) * out
         if b is not None:
             out = out + self.b_std * b
         return out
 
 
+def _same_pads(n: int, k: int, s: int) -> tuple[int, int]:
+    """SAME's (before, after) on one axis (XLA's split: the extra one after)."""
+    out = -(-n // s)
+    total = max((out - 1) * s + k - n, 0)
+    return total // 2, total - total // 2
+
+
 def _wrap(x, window, strides):
     """Circular padding of NHWC images by SAME's amounts (then a VALID window)."""
     import jax.numpy as jnp
 
-    pads = [(0, 0)]
-    for n, k, s in zip(x.shape[1:3], window, strides):
-        out = -(-n // s)
-        total = max((out - 1) * s + k - n, 0)
-        pads.append((total // 2, total - total // 2))
-    pads.append((0, 0))
-    return jnp.pad(x, pads, mode="wrap")
+    pads = [(0, 0)] + [_same_pads(n, k, s) for n, k, s in zip(x.shape[1:3], window, strides)]
+    return jnp.pad(x, pads + [(0, 0)], mode="wrap")
 
 
 @dataclasses.dataclass(frozen=True)
