@@ -22,13 +22,37 @@ from ...infinite.kernels import infinite_ntk
 from ...infinite.power_series import ntk_power_series
 from ...scale.bounds import condition_number_bounds
 from ...spectrum import lambda_min_upper_bound
+from ... import stax
+
+
+#: The activations of ``cnn_ntk``: (the stax layer or None, the norm-preserving s_w).
+CNN_ACTIVATIONS = {"relu": (stax.Relu, math.sqrt(2.0)), "linear": (None, 1.0)}
+
+
+def cnn_ntk(images, depth: int, activation: str, padding: str = "SAME", filter: int = 3):
+    """The NTK (n, n) of the bias-free CNN with a flatten read-out on NHWC ``images`` (n, H,
+    W, C), by ``ntkcond.stax``:
+
+        serial(*[Conv(1, (k, k), padding=padding, W_std=s_w), σ] * depth, Flatten(), Dense(1))
+
+    with σ ReLU (s_w = √2) or none (linear, s_w = 1): the norm-preserving nets of Liu & Hui,
+    infinitely many channels (the kernel does not depend on the 1 written for them)."""
+    layer, s_w = CNN_ACTIVATIONS[activation]
+    body = []
+    for _ in range(depth):
+        body.append(stax.Conv(1, (filter, filter), padding=padding, W_std=s_w))
+        if layer is not None:
+            body.append(layer())
+    _, _, kernel_fn = stax.serial(*body, stax.Flatten(), stax.Dense(1))
+    return np.asarray(kernel_fn(images, None, "ntk"))
 
 
 @dataclasses.dataclass(frozen=True)
 class Formulas:
     """The closed forms under test (``ntkcond.angles`` by default; ``infinite_ntk``, the
     closest-pair bound ``lambda_min_upper_bound`` of Prop 4.1, the power series
-    ``ntk_power_series`` and the κ bracket ``condition_number_bounds`` from ``ntkcond``)."""
+    ``ntk_power_series``, the κ bracket ``condition_number_bounds`` from ``ntkcond``, and the
+    CNN kernel ``cnn_ntk`` of ``ntkcond.stax``)."""
 
     angle_map: Callable = _angles.angle_map
     derivative_factor: Callable = _angles.derivative_factor
@@ -41,6 +65,7 @@ class Formulas:
     lambda_min_upper_bound: Callable = lambda_min_upper_bound
     ntk_power_series: Callable = ntk_power_series
     condition_number_bounds: Callable = condition_number_bounds
+    cnn_ntk: Callable = cnn_ntk
 
 
 #: A claim's verdict: checked and held, checked and did not hold, or not checked (with why).
@@ -258,7 +283,14 @@ def real_image_sets(data_dir: str | None = None) -> tuple:
 
     ``data_dir`` defaults to ``DEFAULT_DATA_DIR``; the sets are loaded once per process and folder.
     """
-    return tuple((name, x) for name, x, _ in _load_real_sets(_folder(data_dir)))
+    return tuple((name, x) for name, x, _, _ in _load_real_sets(_folder(data_dir)))
+
+
+def real_images(n: int, data_dir: str | None = None) -> dict:
+    """The first n rows of each set of ``real_image_sets`` as NHWC images (``Dataset.images``:
+    MNIST (n, 28, 28, 1), CIFAR-10 (n, 32, 32, 3), digits (n, 8, 8, 1)): a fresh dict of
+    copies."""
+    return {name: images[:n].copy() for name, _, _, images in _load_real_sets(_folder(data_dir))}
 
 
 def data_used(data_dir: str | None = None) -> list:
@@ -269,7 +301,7 @@ def data_used(data_dir: str | None = None) -> list:
 
     return [{"name": name, "source": source, "shape": list(x.shape),
              "fingerprint": data_fingerprint(x)}
-            for name, x, source in _load_real_sets(_folder(data_dir))]
+            for name, x, source, _ in _load_real_sets(_folder(data_dir))]
 
 
 def _folder(data_dir) -> str:
@@ -278,17 +310,17 @@ def _folder(data_dir) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _load_real_sets(folder: str) -> tuple:
-    sets = []
+    """(name, x (n, d), source, the same rows as NHWC images) of each set present."""
+    found = []
     mnist = os.path.join(folder, "mnist_test.npz")
     cifar = os.path.join(folder, "cifar10_test.npz")
     if os.path.exists(mnist):
-        sets.append(("MNIST test", datasets.load(mnist, preset="mnist").x,
-                     f"{mnist} (mnist preset)"))
+        found.append(("MNIST test", datasets.load(mnist, preset="mnist"), f"{mnist} (mnist preset)"))
     if os.path.exists(cifar):
-        sets.append(("CIFAR-10 test", datasets.load(cifar, preset="cifar10").x,
-                     f"{cifar} (cifar10 preset)"))
-    sets.append(("digits", datasets.load("digits").x, "scikit-learn digits (bundled)"))
-    return tuple(sets)
+        found.append(("CIFAR-10 test", datasets.load(cifar, preset="cifar10"),
+                      f"{cifar} (cifar10 preset)"))
+    found.append(("digits", datasets.load("digits"), "scikit-learn digits (bundled)"))
+    return tuple((name, ds.x, source, ds.images) for name, ds, source in found)
 
 
 def real_batches(n: int = 256, data_dir: str | None = None) -> dict:

@@ -20,6 +20,7 @@ from ... import plot
 from ..._core.io import atomic_write
 from . import analytic_claims as A
 from . import bounds_claims as B
+from . import conv_claims
 from . import family_claims
 from . import finite_claims as F
 from . import prop41
@@ -59,7 +60,8 @@ def checks() -> list:
             A.check_infinite_depth, A.check_first_layer_only, A.check_two_points,
             A.check_headline_fails, F.check_optimization_speed, prop41.check_prop41,
             B.check_power_series, B.check_condition_bounds, family_claims.check_biases,
-            family_claims.check_activation_duals, family_claims.check_activation_rate]
+            family_claims.check_activation_duals, family_claims.check_activation_rate,
+            conv_claims.check_conv_nets]
 
 
 def run_claims(*, fast: bool = True, outdir: str | None = None, formulas: Formulas = Formulas(),
@@ -109,7 +111,7 @@ _IDS = {"check_one_layer_angle": {"1"}, "check_derivative_kernel": {"2"},
         "check_two_points": {"9", "9a", "9b"}, "check_headline_fails": {"10"},
         "check_power_series": {"13"}, "check_condition_bounds": {"14"},
         "check_biases": {"15"}, "check_activation_duals": {"16"},
-        "check_activation_rate": {"21"}}
+        "check_activation_rate": {"21"}, "check_conv_nets": {"22", "22a", "22b", "22c"}}
 
 
 def _number(value, near=None) -> str:
