@@ -24,12 +24,14 @@ test: $(BIN)/python
 	$(BIN)/python -m pytest
 
 # The core (everything but the nt and tfds extras) on the newest jax release: tests that
-# need neural-tangents or tensorflow-datasets skip here.
+# need neural-tangents or tensorflow-datasets skip here, and so do the `slow` ones (the
+# extended-precision references and planted-error sweeps, which test NumPy/mpmath maths that
+# `make test` has already run, not the jax API): the whole of it takes about 12 minutes.
 test-newest-jax:
 	test -x $(NEWEST)/bin/python || $(PYTHON) -m venv $(NEWEST)
 	$(NEWEST)/bin/python -m pip install -q --disable-pip-version-check --upgrade -e '.[test]' jax jaxlib
 	$(NEWEST)/bin/python -c "import jax; print('newest-jax venv: jax', jax.__version__)"
-	$(NEWEST)/bin/python -m pytest -p no:cacheprovider
+	$(NEWEST)/bin/python -m pytest -p no:cacheprovider -m "not slow"
 
 # The documentation site (mkdocs.yml): README, docs/, the notebooks (as stored, with their outputs;
 # tests/test_notebooks.py re-executes them), typeset math (MathJax from the docs extra) and the API

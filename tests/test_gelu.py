@@ -17,6 +17,7 @@ def _mp_gelu(q1, q2, c):
     return ref.gelu_closed_form(q1, q2, c)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q1, q2, rho", [(1.3, 0.7, 0.5), (0.5, 0.5, 1 - 1e-4), (2.0, 1.0, -0.99),
                                          (0.3, 0.2, 0.0), (4.0, 4.0, 0.999)])
 def test_gelu_second_derivative_kernel_against_mpmath(q1, q2, rho):
@@ -85,6 +86,7 @@ GELU_GAP_POINTS = [(q, q * ratio, theta) for q in (0.5, 3.0, 100.0)
 GELU_GAP_POINTS += [(1e4, 1e4, 1e-3), (1e4, 1e4 * (1 + 1e-7), 1e-6)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q1, q2, theta", GELU_GAP_POINTS)
 def test_gelu_gaps_against_mpmath(q1, q2, theta):
     (a, b, c, D), (Q1, Q2, C) = _gelu_pair(q1, q2, theta)

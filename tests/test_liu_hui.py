@@ -211,6 +211,7 @@ PLANTED = {
 
 # Claim 11 tests no closed form of Formulas (it compares training with the initial-NTK
 # prediction computed in the check itself), so it has no planted variant here.
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", sorted(PLANTED))
 def test_planted_errors_turn_pass_into_fail(planted):
     # The honest formulas PASS in test_fast_mode_verdicts_and_report; each planted error must FAIL.
@@ -293,6 +294,7 @@ def _claim_id(planted):
     return {"7": "7a" if planted == "7-angle" else "7b"}.get(head, head)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", sorted(ONE_PERCENT))
 def test_one_percent_planted_errors_fail(planted):
     check, change = ONE_PERCENT[planted]
@@ -322,6 +324,7 @@ SLOPE_CHECKS = {"2": CF.check_derivative_kernel, "3a": CF.check_gradient_angle,
                 "10": CA.check_headline_fails, "13": CB.check_power_series}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", sorted(SLOPE_CHECKS))
 def test_one_percent_error_in_the_derivative_slope_fails(claim, monkeypatch):
     if claim == "3b" and not _neural_tangents_importable():

@@ -10,6 +10,7 @@ from ntkcond.activations import parse_activation
 from ntkcond.activations import trapezoid
 
 
+@pytest.mark.slow
 def test_reference_trapezoid_against_mpmath_quad():
     # The reference's 2-D trapezoid (tests/_family_reference.py) against mpmath's tanh-sinh.
     with mp.workdps(ref.DPS):
