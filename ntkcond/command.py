@@ -82,13 +82,24 @@ def command(name: str) -> Command | None:
 
 
 def script(path: str):
-    """The ``main`` of the command a script shim stands for (its file name: ``scripts/
-    cond_vs_depth.py`` is ``cond-vs-depth``)."""
+    """The ``main(argv=None, prog=None)`` of the command a script shim stands for (its file
+    name: ``scripts/cond_vs_depth.py`` is ``cond-vs-depth``): the command module's ``main``,
+    imported when called (exit 130 for Ctrl-C while it loads)."""
     name = os.path.splitext(os.path.basename(path))[0]
     found = command(name)
     if found is None:
         raise SystemExit(f"{name}: no ntkcond command of this name (see ntkcond --help)")
-    return found.main
+
+    def main(argv=None, prog=None) -> int:
+        try:  # the command's module (jax, numpy) loads here: Ctrl-C while it does is exit 130 too
+            run = found.main
+        except KeyboardInterrupt:
+            print(f"{found.script}: interrupted", file=sys.stderr)
+            return 130
+        return run(argv, prog=prog)
+
+    main.__doc__ = f"``{found.module_name}.main``: ntkcond {found.name} as the script {name}.py."
+    return main
 
 
 def _usage() -> str:

@@ -33,7 +33,7 @@ def test_one_subcommand_per_script_and_module():
 
 
 @pytest.mark.parametrize("sub", sorted(SCRIPTS))
-def test_subcommand_has_the_scripts_flags_and_help(sub, capsys):
+def test_subcommand_has_the_scripts_flags_and_help(sub, capsys, monkeypatch):
     script = load_script(SCRIPTS[sub])
     positional = ["all"] if sub == "biasfree-dynamics" else []
     with pytest.raises(SystemExit) as exit_:
@@ -49,8 +49,12 @@ def test_subcommand_has_the_scripts_flags_and_help(sub, capsys):
     # the examples name the way it was invoked
     assert f"python scripts/{SCRIPTS[sub]}.py" in script_help and "ntkcond " not in script_help
     assert f"ntkcond {sub}" in sub_help and "python scripts/" not in sub_help
-    # the script is a shim: the very function the subcommand runs
-    assert script.main is command.command(sub).main
+    # the script is a shim: it runs the very function the subcommand runs
+    calls = []
+    monkeypatch.setattr(command.command(sub).module(), "main",
+                        lambda argv=None, prog=None: calls.append((argv, prog)) or 7)
+    assert script.main(["--x"]) == 7 and calls == [(["--x"], None)]
+    monkeypatch.undo()
     # a bad flag: one line naming the subcommand, exit 2
     with pytest.raises(SystemExit) as exit_:
         command.main([sub, *positional, "--no-such-flag"])
@@ -183,3 +187,15 @@ def test_ctrl_c_while_a_command_loads_is_130_and_one_line(monkeypatch, capsys):
     assert command.main(["cond-vs-depth"]) == 130
     err = capsys.readouterr().err
     assert err == "ntkcond: interrupted\n"
+
+
+def test_ctrl_c_while_a_script_loads_its_command_is_one_line_and_130(capsys, monkeypatch):
+    """Ctrl-C while the command's module (jax, numpy) is still importing: exit 130, one line."""
+    script = load_script("cond_vs_depth")
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command.importlib, "import_module", interrupted)
+    assert script.main(["--help"]) == 130
+    assert capsys.readouterr().err == "cond_vs_depth: interrupted\n"
