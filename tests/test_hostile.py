@@ -888,6 +888,136 @@ error("a peer announces 2^62 bytes", lambda: __import__("ntkcond.scale.processes
     [8, 1 << 62], 2), r"allgather: expected a message size that fits in memory from process 1")
 
 
+# ------------------------------------------------- 7. convolutional layers and their commands
+def _img():
+    """Three 6 × 6 images of two channels (NHWC)."""
+    return np.random.default_rng(0).standard_normal((3, 6, 6, 2))
+
+
+def _conv_kernel(*layers, x=None, x2=None, get="ntk"):
+    from ntkcond import stax
+
+    return stax.serial(*layers)[2](_img() if x is None else x, x2, get)
+
+
+def _stax(name, *a, **k):
+    from ntkcond import stax
+
+    return getattr(stax, name)(*a, **k)
+
+
+def _conv_flat(**k):
+    return (_stax("Conv", 4, (3, 3), **k), _stax("Flatten"), _stax("Dense", 1))
+
+
+def _conv_apply_other_channels():
+    import jax
+
+    init_fn, apply_fn, _ = _stax("serial", *_conv_flat())
+    _, params = init_fn(jax.random.PRNGKey(0), (3, 6, 6, 2))
+    return apply_fn(params, _img()[..., :1])
+
+
+def _circular_linear_is_the_gram():
+    """A linear CNN with circular padding and a flatten read-out: Θ_L = (L + 1)·XXᵀ/(HWC)."""
+    x = _img()
+    K = _conv_kernel(*[_stax("Conv", 1, (3, 3), padding="CIRCULAR")] * 3, _stax("Flatten"),
+                     _stax("Dense", 1), x=x)
+    flat = x.reshape(3, -1)
+    return np.max(np.abs(K - 4 * flat @ flat.T / flat.shape[1])) / np.max(np.diag(K))
+
+
+def _one_pixel_same():
+    """A 1 × 1 image under a 3 × 3 SAME convolution: only the centre tap sees a pixel, the
+    fan-in counts all 9 (neural-tangents' convention): Θ = 1/9 + the read-out's NNGP 1/9…"""
+    K = _conv_kernel(_stax("Conv", 4, (3, 3), padding="SAME"), _stax("Flatten"), _stax("Dense", 1),
+                     x=np.ones((2, 1, 1, 1)))
+    return K
+
+
+error("Conv on rows (n, d)", lambda: _conv_kernel(*_conv_flat(), x=_img().reshape(3, -1)),
+      r"kernel_fn: expected x1 of shape \(n, H, W, C\)")
+error("Conv on 5-D input", lambda: _conv_kernel(*_conv_flat(), x=_img()[..., None]),
+      r"kernel_fn: expected x1 of shape \(n, H, W, C\)")
+error("Conv on an empty batch", lambda: _conv_kernel(*_conv_flat(), x=_img()[:0]),
+      r"kernel_fn: expected x1 of shape \(n, H, W, C\)")
+error("Conv on complex images", lambda: _conv_kernel(*_conv_flat(), x=_img().astype(complex)),
+      r"kernel_fn: expected x1 with a real dtype")
+error("Conv on images with NaN", lambda: _conv_kernel(*_conv_flat(), x=np.where(_img() > 2, np.nan, _img())),
+      r"kernel_fn: expected finite x1")
+error("Conv x1, x2 of other image shapes", lambda: _conv_kernel(*_conv_flat(), x2=_img()[:, :5]),
+      r"kernel_fn: expected x2 of shape \(n2, 6, 6, 2\) like x1")
+error("Conv get='cov1'", lambda: _conv_kernel(*_conv_flat(), get="cov1"), r"kernel_fn: expected get")
+error("Conv VALID filter larger than the image",
+      lambda: _conv_kernel(_stax("Conv", 4, (7, 7)), _stax("Flatten"), _stax("Dense", 1)),
+      r"Conv: expected a filter no larger than the image")
+error("Conv filter (0, 3)", lambda: _stax("Conv", 4, (0, 3)), r"Conv: expected filter_shape as two positive")
+error("Conv filter (2.5, 3)", lambda: _stax("Conv", 4, (2.5, 3)), r"Conv: expected filter_shape as two positive")
+error("Conv padding 'REFLECT'", lambda: _stax("Conv", 4, (3, 3), padding="REFLECT"),
+      r"Conv: expected padding one of VALID, SAME, CIRCULAR")
+error("Conv strides (0, 1)", lambda: _stax("Conv", 4, (3, 3), strides=(0, 1)),
+      r"Conv: expected strides as two positive integers")
+error("Conv W_std nan", lambda: _stax("Conv", 4, (3, 3), W_std=float("nan")), r"Conv: expected W_std in")
+error("Conv W_std -1", lambda: _stax("Conv", 4, (3, 3), W_std=-1.0), r"Conv: expected W_std in")
+error("Conv b_std -1", lambda: _stax("Conv", 4, (3, 3), b_std=-1.0), r"Conv: expected b_std 0 or in")
+error("Conv out_chan 0", lambda: _stax("Conv", 0, (3, 3)), r"Conv: expected out_chan a positive integer")
+error("Conv NCHW dimension numbers", lambda: _stax("Conv", 4, (3, 3), dimension_numbers=("NCHW", "OIHW", "NCHW")),
+      r"Conv: expected dimension_numbers None")
+error("Conv standard parameterisation", lambda: _stax("Conv", 4, (3, 3), parameterization="standard"),
+      r"Conv: expected parameterization 'ntk'")
+error("AvgPool normalize_edges=True", lambda: _stax("AvgPool", (2, 2), normalize_edges=True),
+      r"AvgPool: expected normalize_edges=False")
+error("AvgPool window larger than the image",
+      lambda: _conv_kernel(_stax("AvgPool", (8, 8)), _stax("Flatten"), _stax("Dense", 1)),
+      r"AvgPool: expected a window no larger than the image")
+error("a net whose output still has pixels", lambda: _conv_kernel(_stax("Conv", 4, (3, 3))),
+      r"kernel_fn: expected a read-out \(stax.Flatten\(\) or stax.GlobalAvgPool\(\)\)")
+error("Dense on images without Flatten", lambda: _conv_kernel(_stax("Dense", 4)),
+      r"kernel_fn: expected x1 of shape \(n, d\)")
+error("Flatten twice", lambda: _conv_kernel(_stax("Flatten"), _stax("Flatten"), _stax("Dense", 1)),
+      r"Flatten: expected image inputs")
+error("GlobalAvgPool on rows", lambda: _conv_kernel(_stax("Dense", 4), _stax("GlobalAvgPool"), _stax("Dense", 1),
+                                                    x=_img().reshape(3, -1)),
+      r"kernel_fn: expected x1 of shape \(n, H, W, C\)")
+error("pooling 300 x 300 images (would not fit)",
+      lambda: _conv_kernel(_stax("Conv", 4, (3, 3), padding="SAME"), _stax("Relu"), _stax("GlobalAvgPool"),
+                           _stax("Dense", 1), x=np.ones((2, 300, 300, 1))),
+      r"kernel_fn: the pixel-pair buffers of .* needs .* GiB but only", plain=True)
+error("init_fn of a conv net with a 3-D input shape",
+      lambda: _stax("serial", *_conv_flat())[0](__import__("jax").random.PRNGKey(0), (3, 6, 6)),
+      r"Conv: expected inputs of shape \(n, H, W, C\)")
+error("apply_fn of a conv net on images of other channels", _conv_apply_other_channels,
+      r"Conv: expected inputs \(n, H, W, 2\) for filters of shape \(3, 3, 2, 4\)")
+value("linear CNN, circular padding: Θ = (L + 1)·XXᵀ/(HWC)", _circular_linear_is_the_gram,
+      lambda err: err < 1e-14)
+value("Conv(4, 3): one integer is a square filter", lambda: _stax("Conv", 4, 3).spec.filter_shape,
+      lambda shape: tuple(shape) == (3, 3))
+value("a 1 x 1 image under a 3 x 3 SAME convolution", _one_pixel_same,
+      lambda K: np.allclose(K, 2 / 9, rtol=1e-14, atol=0))
+
+DIG = ["--dataset", "digits", "--batch", "16", "--max-batches", "1", "--depths", "0,1"]
+script_error("cond-vs-depth --arch cnn on rows (gaussian)", "cond_vs_depth",
+             G + ["--batch", "8", "--arch", "cnn"], r"expected image data")
+script_error("cond-vs-depth --readout max", "cond_vs_depth", DIG + ["--arch", "cnn", "--readout", "max"],
+             r"argument --readout: invalid choice: 'max'")
+script_error("cond-vs-depth --filter 0", "cond_vs_depth", DIG + ["--arch", "cnn", "--filter", "0"],
+             r"argument --filter: expected an integer >= 1, got '0'")
+script_error("cond-vs-depth --downsample 0", "cond_vs_depth", DIG + ["--arch", "cnn", "--downsample", "0"],
+             r"argument --downsample: expected an integer >= 1, got '0'")
+script_error("cond-vs-depth --downsample 3 on 8 x 8 images", "cond_vs_depth",
+             DIG + ["--arch", "cnn", "--downsample", "3"], r"expected downsample dividing the images' 8 x 8")
+script_error("cond-vs-depth --arch transformer", "cond_vs_depth", DIG + ["--arch", "transformer"],
+             r"argument --arch: invalid choice")
+script_error("cond-vs-depth --arch cnn --residual 0.5", "cond_vs_depth", DIG + ["--arch", "cnn", "--residual", "0.5"],
+             r"--residual: residual blocks are fully-connected only")
+script_error("cond-vs-depth --readout gap without --arch cnn", "cond_vs_depth", DIG + ["--readout", "gap"],
+             r"--readout: applies to --arch cnn, got --arch mlp")
+script_error("cond-vs-batch --arch cnn", "cond_vs_batch", ["--dataset", "digits", "--sizes", "8,16", "--arch", "cnn"],
+             r"--arch: cond-vs-batch takes fully-connected nets only")
+script_error("min-angle --arch cnn", "min_angle", ["--dataset", "digits", "--arch", "cnn"],
+             r"--arch: min-angle takes fully-connected nets only")
+
+
 # -------------------------------------------------------------------------------- the runner
 def classify(case: Case):
     """("value" | "error" | "other", detail, seconds) of one case."""

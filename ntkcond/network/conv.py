@@ -184,6 +184,9 @@ class Conv(Layer):
 
         W, b = params
         (kh, kw), (sh, sw) = self.filter_shape, self.strides
+        if x.ndim != 4 or tuple(W.shape[:3]) != (kh, kw, x.shape[-1]):
+            raise ValueError(f"Conv: expected inputs (n, H, W, {W.shape[2]}) for filters of shape "
+                             f"{tuple(W.shape)} (HWIO), got inputs of shape {tuple(x.shape)}")
         fan_in = kh * kw * x.shape[-1]
         h, w = x.shape[1:3]
         oh, ow = (output_size(h, kh, sh, self.padding), output_size(w, kw, sw, self.padding))
