@@ -42,7 +42,7 @@ import numpy as np
 from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
 from ..network import CNNFamily, KernelRangeError, MLPFamily, resolve_mlp
 from ..spectrum import argmin_upper
-from .engine import evaluate, sweep, sweep_images
+from .engine import evaluate_family, sweep, sweep_images
 from .images import image_pair
 from .extremes import extreme_pairs, smallest_from_extremes
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
@@ -124,8 +124,8 @@ def infinite_nngp(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_s
     depth = as_depth(depth, where)
     geometry = _prepare(x1, x2, family, depth, where)
     with _range(where):
-        return evaluate(family.network(depth), geometry, ntk=False, overwrite=True,
-                        where=where).nngp
+        return evaluate_family(family, depth, geometry, ntk=False, overwrite=True,
+                               where=where).nngp
 
 
 def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
@@ -162,8 +162,8 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all",
     layers = _layers(trainable, depth, where)
     geometry = _prepare(x1, x2, family, depth, where)
     with _range(where):
-        return evaluate(family.network(depth, layers), geometry, nngp=False, overwrite=True,
-                        where=where).ntk
+        return evaluate_family(family, depth, geometry, layers, nngp=False, overwrite=True,
+                               where=where).ntk
 
 
 def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
@@ -183,8 +183,8 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     out = np.empty((depth + 1,) + geometry.angle.shape)
     with _range(where):
         for i in range(depth + 1):
-            out[i] = evaluate(family.network(depth, frozenset({i})), geometry, nngp=False,
-                              where=where).ntk
+            out[i] = evaluate_family(family, depth, geometry, frozenset({i}), nngp=False,
+                                     where=where).ntk
     return out
 
 
@@ -226,8 +226,8 @@ def _gradient_angles(geometry, same, family: MLPFamily, depth, layers, where):
     """``gradient_angles`` on checked arguments."""
     if family.is_linear and family.plain:
         return geometry.angle
-    phi = evaluate(family.network(depth, layers), geometry, nngp=False, ntk=False, angles=True,
-                   where=where).angles()
+    phi = evaluate_family(family, depth, geometry, layers, nngp=False, ntk=False, angles=True,
+                          where=where).angles()
     if same:
         np.fill_diagonal(phi, 0.0)
     return phi
