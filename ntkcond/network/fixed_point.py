@@ -17,20 +17,36 @@ for every block: A′, B′ and C′ each depend on their own component only, G�
 same float64 N, hence the same a and M: the remaining layers are the linear recursion (1)
 with constant coefficients, and Θ_{l₀+n} = Mⁿ Θ_{l₀} + (Σ_{k<n} M^k) a. One relaxation: in
 the chaotic phase of an odd activation the covariance c decays geometrically to 0 and
-reaches it bit for bit only by underflow (~7000 layers for erf at w_std = 1.5); a c with
-|c| ≤ 2⁻⁶⁴·√(q₁q₂) at l₀ and l₀ + 1 counts as settled (q₁, q₂ and D = ½(q₁ + q₂) − c are
-then bit for bit fixed already). The later c's lie in [−|c_{l₀}|, |c_{l₀}|], so the
-coefficients a and M that depend on c (the Σ term c′, Ṁ, Dσ′, all smooth in c) are frozen
-within ~2⁻⁶⁴ of the diagonal's scale per layer: the NTK's off-diagonal entries and cos φ
-within ~2⁻⁶⁴·n of it, far below a kernel entry's rounding (a few eps of the diagonal).
-The gaps D and G are never relaxed: they carry the small angles' relative precision.
-Smooth activations in the ordered or chaotic phase get there in hundreds of layers, so a
-net of depth 10⁶ costs what those layers cost.
+reaches it bit for bit only by underflow (~7800 layers for erf at w_std = 1.5, ~13 000 for
+tanh); a c with |c| ≤ 2⁻⁶⁴·√(q₁q₂) at l₀ and l₀ + 1 counts as settled (q₁, q₂ and
+D = ½(q₁ + q₂) − c are then bit for bit fixed already: erf settles at l₀ ≈ 410, tanh at
+1060). The later c's lie in [−|c_{l₀}|, |c_{l₀}|], so the coefficients that depend on c (the
+Σ term c′ in a_C, Ṁ in m_C, Dσ′ in g_C, all smooth in c) are frozen within ~2⁻⁶⁴ of the
+diagonal's scale: C and G move by at most ~2⁻⁶⁴/(1 − ρ) of the diagonal, ρ < 1 the ratio of
+C's growth to the diagonal's, far below a kernel entry's rounding (a few eps of the
+diagonal). The gaps D and G are never relaxed: they carry the small angles' precision.
+
+**Decaying gap.** In the ordered phase (c → q: the two inputs' representations merge) q₁,
+q₂ and c settle bit for bit, but the gap D keeps decaying geometrically, D_{l+1} = ρD_l, to
+0 bit for bit only by underflow (~3400 layers for erf at w_std = 1, b_std = 0.3; ~5700 for
+tanh with biases at 30 ms a layer). Once D ≤ ``GAP_BELOW``·√(q₁q₂) = 2⁻⁵⁰ of the diagonal
+and its ratio repeats within ``RATIO_ULPS`` ulps over two blocks (``decaying_gap``), a
+smooth activation's dual is linear in D to float64 precision (its corrections are
+O(D/q)): D joins eq. (1) as a fifth component, D_{l+n} = ρⁿD_l, and G's terms driven by it
+(the Σ term's gap and Dσ′·C, both ∝ D) enter G's row as ν·D at this layer's C (C has
+converged with D, to the same relative order). The map built at z^l must predict z^{l+2}
+within ``PREDICTS`` (``AffineMap.predicts``): the leaky family's kink fails that (its
+Dσ′ = 2b²θ/π ∝ √D), and those nets run their layers until D is 0 bit for bit. The closed
+form's Dρⁿ carries ρ's rounding n times: ≲ n·4 ulps relative, before D underflows
+(n ≲ 745/|ln ρ|).
+
+Smooth activations in the ordered or chaotic phase get to either in tens to about a thousand
+layers, so a net of depth 10⁶ costs what those layers cost.
 
 a and M are read off the block itself (``AffineMap.probe``): a is the block's NTK for Θ = 0;
 the columns of M are its NTK for the unit components with the block's Dense layers untrained
 (the same products without the Σ terms: no subtraction). ``AffineMap.advance`` raises the map
-to the n-th power by squaring (log₂ n structured 4 × 4 products per pair, the powers cached)
+to the n-th power by squaring (log₂ n structured products per pair, the powers cached)
 and applies the powers of the set bits of n, lowest first; every power and every vector
 carries one power-of-two exponent for the block, renormalised after each product, so a
 kernel that grows like (s_w²Ṗ)ⁿ never overflows before the engine reads it
