@@ -976,6 +976,8 @@ error("infinite_ntk 256 rows depth 1e5: refused up front",
 error("gradient_angle of 1e4 angles at depth 1e6: refused up front",
       lambda: _angles().gradient_angle(np.linspace(0, 3, 10**4), 10**6),
       r"gradient_angle: expected depth <= 53687")
+error("infinite_ntk_layers depth 1e6: (L + 1) kernels of L layers, refused up front",
+      lambda: _deep("infinite_ntk_layers"), r"infinite_ntk_layers: expected depth <= 4634 for 25 pairs")
 error("gradient_angles relu residual depth 1e6: no fixed point, bounded",
       lambda: _deep("gradient_angles", residual=0.5),
       r"gradient_angles: expected depth <= 20971 for this net on these pairs")

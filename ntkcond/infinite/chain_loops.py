@@ -9,9 +9,9 @@ The state of a pair is (cos θ, u = 1 − cos θ, v = 1 + cos θ, T, R, Z); θ a
 sin θ − θ cos θ come from min(u, v) by the half-angle polynomials of
 ``ntkcond.infinite.conv_chain`` (ψ = min(θ, π − θ) = 2 asin(√(lo/2)) and s(ψ), within
 1.4e-16 relative; s(π − ψ) = s(ψ) + π cos ψ): no libm call and no cancellation at small
-angles, so the loop over a block of pairs vectorises and the angles keep their relative
-precision (within a few eps of 30-digit references at depth 2·10⁴; the NumPy expressions it
-replaced drifted by up to ~2e-14·L). No contraction into fused multiply-adds. Every pair is
+angles, so the angles keep their relative precision (within a few eps of 30-digit
+references at depth 2·10⁴; the NumPy expressions it replaced drifted by up to ~2e-14·L).
+No contraction into fused multiply-adds. Every pair is
 computed alone, so its value does not depend on the block it is in, the depths asked for
 (the loop stops at each and resumes), the order or the threads.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit, prange
+from numba import njit
 
 from .conv_chain import _half_angle
 
@@ -31,17 +31,18 @@ __all__ = ["advance", "gain_sequence", "LANE_BLOCK"]
 
 #: numba's options: numpy's error model (IEEE results, no ZeroDivisionError branches) and
 #: cached on disk; no fastmath (no contraction: every vector lane and the scalar remainder
-#: round alike, so a pair does not depend on where it sits in the block).
+#: round alike, so a pair does not depend on where it sits in the block). ``advance`` runs
+#: on the calling thread without the GIL (``nogil``): the tiles of ``ntkcond.scale`` run it
+#: on their worker threads at once, as they ran NumPy's ufuncs.
 _JIT = dict(error_model="numpy", cache=True)
 
 _PI = math.pi
 
-#: Entries per work item: their state (six float64 arrays) stays in L1 while the layers run,
-#: and the loop over them vectorises (no libm calls: the half-angle polynomials).
+#: Entries per work item: their state (six float64 arrays) stays in L1 while the layers run.
 LANE_BLOCK = 64
 
 
-@njit(parallel=True, **_JIT)
+@njit(nogil=True, **_JIT)
 def advance(c, u, v, T, R, Z, k0, k1, counts, w, beta, negative, member, last_only, angles):
     """Layers k0 … k1 − 1 of the angle recursion on every entry of the flat state (cos θ,
     1 − cos θ, 1 + cos θ, T, R, Z), in place (module docstring):
@@ -57,7 +58,7 @@ def advance(c, u, v, T, R, Z, k0, k1, counts, w, beta, negative, member, last_on
     Z′ = [k+1 ∈ S]·v′ + (count·(1 + ġ) − ġ·R) (``recursion.gradient_recursion``).
     ``last_only``: T′ = cos θ′ (S = {L} at every depth); ``angles`` False: R, Z untouched."""
     n = c.size
-    for item in prange((n + LANE_BLOCK - 1) // LANE_BLOCK):
+    for item in range((n + LANE_BLOCK - 1) // LANE_BLOCK):
         a = item * LANE_BLOCK
         b = min(n, a + LANE_BLOCK)
         cc, uu, vv, TT = c[a:b].copy(), u[a:b].copy(), v[a:b].copy(), T[a:b].copy()

@@ -35,11 +35,12 @@ rows); with biases, ~eps·max(1, |‖x‖ − ‖x'‖|/(‖x‖θ²)) (``ntkcon
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Iterator
 
 import numpy as np
 
-from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
+from .._core.checks import MAX_PAIR_LAYERS, as_data, as_depth, resolve_trainable, sweep_layers
 from ..network import CNNFamily, KernelRangeError, MLPFamily, resolve_mlp
 from ..spectrum import argmin_upper
 from .engine import evaluate_family, sweep, sweep_images
@@ -171,7 +172,9 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     """Per-layer NTK contributions Θ_i: the NTK with layer i alone trainable.
 
     ``infinite_ntk(..., trainable=S) == infinite_ntk_layers(...)[list(S)].sum(0)`` (to
-    rounding). Arguments as ``infinite_ntk``.
+    rounding). Arguments as ``infinite_ntk``. It costs L + 1 kernels of depth L: a depth
+    whose pairs × (L + 1) × L exceed ``ntkcond._core.checks.MAX_PAIR_LAYERS`` is refused
+    (ValueError naming the depth that fits).
 
     Returns:
       (L + 1, n1, n2) float64; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
@@ -180,6 +183,12 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     family = resolve_mlp(activation, w_std, b_std, residual, where=where)
     depth = as_depth(depth, where)
     geometry = _prepare(x1, x2, family, depth, where, PAIR_ARRAYS + depth + 1)
+    pairs = max(1, int(np.size(geometry.angle)))
+    fits = math.isqrt(MAX_PAIR_LAYERS // pairs)  # L + 1 kernels of L layers each
+    if depth > fits:
+        raise ValueError(f"{where}: expected depth <= {fits} for {pairs} pairs (L + 1 kernels "
+                         f"of L layers each: at most {MAX_PAIR_LAYERS:.3g} pair-layers), got "
+                         f"depth {depth}")
     out = np.empty((depth + 1,) + geometry.angle.shape)
     with _range(where):
         for i in range(depth + 1):
