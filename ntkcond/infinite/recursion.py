@@ -25,8 +25,8 @@ non-homogeneous activations) takes the general layer maps of ``ntkcond.network``
 (``ntkcond.infinite.engine``); the two agree on the nets both serve.
 
 Interface: ``recursion(geometry, plan, depths, kernel=True, angles=False, nngp=False, out=None,
-xp=np, where="recursion")`` is a generator; per depth L of ``depths`` (ascending) it yields ``(L, K, R, Z)``
-(with ``nngp=True``: ``(L, K, R, Z, N)``):
+xp=np, where="recursion")`` is a generator; per depth L of ``depths`` (ascending) it yields
+``(L, K, R, Z)`` (with ``nngp=True``: ``(L, K, R, Z, N)``):
 
 * ``geometry`` (``PairGeometry``): a block of pairs — θ₀ and cos θ₀ (any shape, the same for
   both), the rows' and columns' norms ‖x‖, ‖x'‖ and the dimension d (``norms`` None: unit rows,
@@ -428,13 +428,14 @@ def _chain_kernel(geometry: PairGeometry, plan: ChainPlan, depths, overwrite, ou
     flat, back = _distinct([views[1], views[2], views[3], views[5]], top)
     inside = _members(layers, top)
     counts = np.cumsum(inside, dtype=np.float64)
+    negative = _negatives(plan.acts, top)
     unused = np.empty(0)
     k0 = 1
     for L in depths:
         if L <= 1:
             continue
-        advance(*flat, unused, unused, k0, L, counts, w_relu, beta, _negatives(plan.acts, top),
-                inside, last_only, False)
+        advance(*flat, unused, unused, k0, L, counts, w_relu, beta, negative, inside,
+                last_only, False)
         k0 = L
         if back is None:
             yield emit(L, T, c)
@@ -635,6 +636,7 @@ def _compiled_gradient(cos, u, v, T, R, Z, depths, acts, layers):
     counts = np.cumsum(inside, dtype=np.float64)  # |S ∩ [0, k]|
     w = _per_layer(acts, top, lambda a: a.relu_weight / np.pi)
     beta = _per_layer(acts, top, lambda a: a.derivative_slope)
+    negative = _negatives(acts, top)
 
     def out(i):
         full = flat[i] if back is None else flat[i][back]
@@ -645,8 +647,7 @@ def _compiled_gradient(cos, u, v, T, R, Z, depths, acts, layers):
     for L in depths:
         if L <= 1:
             continue
-        advance(*flat, k0, L, counts, w, beta, _negatives(acts, top), inside, last_only,
-                not last_only)
+        advance(*flat, k0, L, counts, w, beta, negative, inside, last_only, not last_only)
         k0 = L
         if last_only:
             yield L, out(0), out(1), out(2), 1.0
