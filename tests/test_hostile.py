@@ -1016,6 +1016,105 @@ script_error("cond-vs-batch --arch cnn", "cond_vs_batch", ["--dataset", "digits"
              r"--arch: cond-vs-batch takes fully-connected nets only")
 script_error("min-angle --arch cnn", "min_angle", ["--dataset", "digits", "--arch", "cnn"],
              r"--arch: min-angle takes fully-connected nets only")
+# ------------------------------------------------------- hangs inside documented ranges (depth)
+# Depth ≤ MAX_DEPTH = 10⁶ is documented; issue 34 measured minutes there. Now the leaky
+# family's angle recursion runs compiled, the other nets stop at their fixed point, and what
+# has neither is refused up front or after a bounded number of layers (``ntkcond.infinite.
+# engine``). Each "value" is checked against an independent answer: the layer-by-layer
+# route's value quoted in issue 34, a closed-form limit, or the same net at another depth.
+_EPS = np.finfo(np.float64).eps
+
+
+def _deep(f, depth=10**6, x=None, **k):
+    import ntkcond
+
+    return getattr(ntkcond, f)(_x() if x is None else x, depth=depth, **k)
+
+
+def _off(a):
+    return a[~np.eye(a.shape[0], dtype=bool)]
+
+
+def _angles():
+    from ntkcond.infinite import angles
+
+    return angles
+
+
+def _limit():
+    return _angles().relu_infinite_depth_angle()
+
+
+value("gradient_angles relu depth 1e6 (was 112 s)", lambda: _deep("gradient_angles"),
+      lambda a: abs(a[0, 1] - 1.31713) < 5e-6 and np.all(_off(a) < _limit() + 1e-3)
+      and np.all(np.diag(a) == 0))
+value("infinite_ntk relu depth 1e6: diagonal (L + 1)|x|^2/d", lambda: _deep("infinite_ntk"),
+      lambda K: np.allclose(np.diag(K), (10**6 + 1) * np.sum(_x() ** 2, 1) / 4, rtol=1e-12, atol=0))
+value("infinite_nngp relu depth 1e6: diagonal |x|^2/d", lambda: _deep("infinite_nngp"),
+      lambda K: np.allclose(np.diag(K), np.sum(_x() ** 2, 1) / 4, rtol=1e-12, atol=0))
+value("gradient_angles leaky:0.2 depth 1e6", lambda: _deep("gradient_angles", activation="leaky:0.2"),
+      lambda a: np.all(np.isfinite(a)) and np.all(_off(a) < _limit() + 1e-3) and np.all(_off(a) > 1.3))
+value("gradient_angles abs depth 1e6", lambda: _deep("gradient_angles", activation="abs"),
+      lambda a: np.all(np.isfinite(a)) and np.all(_off(a) < _limit() + 1e-3) and np.all(_off(a) > 1.3))
+value("gradient_angles relu depth 1e6 trainable 'first'",
+      lambda: _deep("gradient_angles", trainable="first"),
+      lambda a: np.all(np.isfinite(a)) and np.all((_off(a) >= 0) & (_off(a) <= np.pi)))
+value("angle_map_iterate depth 1e6 ~ 3π/L", lambda: _angles().angle_map_iterate(np.array([0.5, 2.0]), 10**6),
+      lambda t: np.allclose(t, 3 * np.pi / 10**6, rtol=1e-3))
+value("smallest_gradient_angle relu depth 1e6 = min of gradient_angles",
+      lambda: _deep("smallest_gradient_angle"),
+      lambda r: r[1:] == (0, 1) and abs(r[0] - _deep("gradient_angles")[0, 1]) < 1e-12)
+for _act, _kw in (("erf", dict(w_std=1.5)), ("tanh", dict(w_std=1.5)), ("sin", dict(w_std=1.5)),
+                  ("erf", dict(w_std=1.5, b_std=0.1))):
+    # the chaotic phase: every gradient angle → π/2 (within the recursion's L·eps)
+    value(f"gradient_angles {_act} {_kw} depth 1e6 -> pi/2 (was > 2 min)",
+          lambda _act=_act, _kw=_kw: _deep("gradient_angles", activation=_act, **_kw),
+          lambda a: np.all(np.abs(_off(a) - np.pi / 2) <= 16 * 10**6 * _EPS))
+    error(f"infinite_ntk {_act} {_kw} depth 1e6: out of float64's range",
+          lambda _act=_act, _kw=_kw: _deep("infinite_ntk", activation=_act, **_kw),
+          r"infinite_ntk: the NTK leaves float64's range", plain=True)
+value("smallest_gradient_angle tanh w_std 1.5 depth 1e4 (was nan, 0, 1)",
+      lambda: _deep("smallest_gradient_angle", depth=10**4, activation="tanh", w_std=1.5),
+      lambda r: abs(r[0] - np.pi / 2) <= 16 * 10**4 * _EPS)
+for _act, _kw, _depth in (("gelu", dict(w_std=1.2, b_std=0.2), 10**6),
+                          ("erf", dict(w_std=1.0, b_std=0.3), 10**6),
+                          ("softplus", dict(w_std=1.0), 10**4)):
+    # the ordered phase: every angle → 0 and the kernel to a constant matrix, the one it
+    # already is at depth 1000 (to its rounding)
+    value(f"gradient_angles {_act} {_kw} depth {_depth:.0e} -> 0",
+          lambda _act=_act, _kw=_kw, _depth=_depth: _deep("gradient_angles", _depth,
+                                                            activation=_act, **_kw),
+          lambda a: np.all((_off(a) >= 0) & (_off(a) < 1e-15)))
+    value(f"infinite_ntk {_act} {_kw} depth {_depth:.0e} = depth 1000's",
+          lambda _act=_act, _kw=_kw, _depth=_depth: (
+              _deep("infinite_ntk", _depth, activation=_act, **_kw),
+              _deep("infinite_ntk", 1000, activation=_act, **_kw)),
+          lambda p: np.allclose(p[0], p[1], rtol=1e-12, atol=0) and np.ptp(p[0]) < 1e-12 * p[0].max())
+value("depth_sweep erf b_std 0.1 to 2000 = each depth alone",
+      lambda: [(it, _deep("gradient_angles", it.depth, activation="erf", w_std=1.5, b_std=0.1))
+               for it in __import__("ntkcond").depth_sweep(_x(), [5, 500, 2000], activation="erf",
+                                                             w_std=1.5, b_std=0.1)],
+      lambda items: all(np.array_equal(it.angles, a) for it, a in items))
+error("gradient_angles 256 rows depth 1e6: refused up front",
+      lambda: _deep("gradient_angles", x=np.random.default_rng(0).standard_normal((256, 8))),
+      r"gradient_angles: expected depth <= 16447 for 32641 distinct input angle")
+error("infinite_ntk 256 rows depth 1e5: refused up front",
+      lambda: _deep("infinite_ntk", 10**5, x=np.random.default_rng(0).standard_normal((256, 8))),
+      r"infinite_ntk: expected depth <= 16447")
+error("gradient_angle of 1e4 angles at depth 1e6: refused up front",
+      lambda: _angles().gradient_angle(np.linspace(0, 3, 10**4), 10**6),
+      r"gradient_angle: expected depth <= 53687")
+error("infinite_ntk_layers depth 1e6: (L + 1) kernels of L layers, refused up front",
+      lambda: _deep("infinite_ntk_layers"), r"infinite_ntk_layers: expected depth <= 4634 for 25 pairs")
+error("gradient_angles relu residual depth 1e6: no fixed point, bounded",
+      lambda: _deep("gradient_angles", residual=0.5),
+      r"gradient_angles: expected depth <= 20971 for this net on these pairs")
+error("gradient_angles relu b_std 0.1 depth 1e6: no fixed point in the budget",
+      lambda: _deep("gradient_angles", w_std=1.4, b_std=0.1),
+      r"gradient_angles: expected depth <= 20971 for this net on these pairs")
+error("gradient_angles tanh w_std 1.0 depth 1e6: variances with no fixed point",
+      lambda: _deep("gradient_angles", activation="tanh", w_std=1.0),
+      r"gradient_angles: expected depth <= \d+ for activation 'tanh'")
 
 
 # -------------------------------------------------------------------------------- the runner

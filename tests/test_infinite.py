@@ -299,3 +299,14 @@ def test_integral_floats_and_numpy_ints_are_still_depths(digits_batch):
     assert np.array_equal(infinite_ntk(x, depth=2.0, trainable=np.array([0, 2])), ref_k)
     assert np.array_equal(infinite_ntk(x, depth=np.int64(2), trainable=(np.int32(0), 2)), ref_k)
     assert [it.depth for it in depth_sweep(x, range(3))] == [0, 1, 2]
+
+
+def test_infinite_ntk_layers_refuses_a_quadratic_cost_up_front():
+    # L + 1 kernels of depth L: at depth 10⁶ that would be 10¹² layers (the old route ran
+    # them); refused at once, naming the depth that fits. What fits still runs.
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    with pytest.raises(ValueError, match=r"^infinite_ntk_layers: expected depth <= 4634 for 25 "
+                                         r"pairs .*got depth 1000000$"):
+        infinite_ntk_layers(x, depth=10**6)
+    parts = infinite_ntk_layers(x, depth=40)
+    np.testing.assert_allclose(parts.sum(0), infinite_ntk(x, depth=40), rtol=1e-13, atol=0)

@@ -340,3 +340,24 @@ def test_gelu_depth_100_large_variances(monkeypatch):
         assert abs(K[i, i] - float(nxx)) <= 1e-12 * float(nxx)
         assert abs(phi[i, j] - want) <= 1e-9 * want, (i, j, phi[i, j], want)
     assert phi[4, 5] < 1e-2
+
+
+def test_check_variances_stops_at_the_fixed_point_and_bounds_the_rest():
+    # The diagonal recursion q_{l+1} = s_w²P(q_l) (+ s_b²) of an activation without closed forms
+    # reaches its fixed point bit for bit within ~100 layers at w_std = 1.5: depth 10⁶ costs
+    # those (was 10⁶ quadratures). At w_std = 1 (q → 0 like 1/l, no fixed point) a depth
+    # beyond the budget is one ValueError naming the caller and the depth that fits.
+    import time
+
+    from ntkcond.network import resolve_mlp
+
+    q = np.array([0.3, 1.7])
+    tanh = resolve_mlp("tanh", w_std=1.5, where="test")
+    t0 = time.perf_counter()
+    tanh.check_variances(q, 10**6, "test")
+    assert time.perf_counter() - t0 < 5.0
+    slow = resolve_mlp("tanh", w_std=1.0, where="test")
+    slow.check_variances(q, 1000, "test")  # FREE_DEPTH always runs
+    with pytest.raises(ValueError, match=r"^test: expected depth <= \d+ for activation 'tanh' on "
+                                         r"these inputs .*got depth 1000000$"):
+        slow.check_variances(q, 10**6, "test")

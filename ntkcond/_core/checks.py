@@ -8,13 +8,49 @@ import numbers
 import numpy as np
 
 
-#: Largest depth (number of hidden layers) accepted. The recursion of ``ntkcond.infinite`` has
-#: no shortcut: it costs L passes over every pair (measured: ~20 s per million layers for a
-#: single pair, ~12 hours for a 512-row batch), its rounding grows like L·eps (~1e-9 relative
-#: at 10⁶ layers),
-#: and the L → ∞ limits are closed forms (``angles.relu_infinite_depth_angle``,
-#: ``angles.infinite_depth_kappa``). A finite net of 10⁶ layers is beyond any use too.
+#: Largest depth (number of hidden layers) accepted. Its rounding grows like L·eps (~1e-10
+#: relative at 10⁶ layers), the L → ∞ limits are closed forms
+#: (``angles.relu_infinite_depth_angle``, ``angles.infinite_depth_kappa``), and a finite net
+#: of 10⁶ layers is beyond any use. The cost of a depth is bounded separately
+#: (``depth_budget``): the leaky family's angle recursion runs compiled (~30–60 ns a pair and
+#: layer), the other nets' layer maps stop at their fixed point.
 MAX_DEPTH = 10**6
+
+#: Depths whose cost is never refused: every route costs at most ~n² × depth of its cheapest
+#: operations there (the studies' range), whatever n.
+FREE_DEPTH = 1000
+
+#: Distinct pairs × layers the compiled angle recursion of the leaky family may run
+#: (``ntkcond.infinite.recursion``; ~30–60 ns each on a loaded 2-core machine: ≲ 30 s),
+#: e.g. 5 rows at depth 10⁶ (11 distinct pairs), 256 rows at depth 16 000.
+MAX_PAIR_LAYERS = 2**29
+
+#: Pairs × blocks the layer maps of the other nets may run before they reach their fixed point
+#: (``ntkcond.network.fixed_point``; ~10 µs a pair and block for closed-form activations on
+#: small blocks, where NumPy's overhead dominates; ``QUADRATURE_WEIGHT`` times that for
+#: activations without closed forms): ≲ 5–20 s, e.g. 5 rows at 21 000 layers.
+MAX_PAIR_BLOCKS = 2**19
+
+#: Cost of a pair and block of an activation without closed forms (Mehler's series, the
+#: trapezoid's small gaps), in closed-form pair-blocks.
+QUADRATURE_WEIGHT = 8
+
+
+def depth_budget(pairs: int, budget: int) -> int:
+    """The deepest depth whose cost (``pairs`` per layer) fits ``budget``, and never less
+    than ``FREE_DEPTH``."""
+    return max(FREE_DEPTH, budget // max(1, int(pairs)))
+
+
+def check_depth_cost(depth: int, pairs: int, budget: int, where: str, what: str) -> None:
+    """ValueError naming ``where`` when ``depth`` exceeds ``depth_budget(pairs, budget)``:
+    ``what`` says what each layer costs (e.g. "11 distinct pairs")."""
+    fits = depth_budget(pairs, budget)
+    if depth > fits:
+        raise ValueError(
+            f"{where}: expected depth <= {fits} for {what} (at most {budget:.3g} "
+            f"pair-layers: each layer is a pass over every pair, and this net's layer map "
+            f"has no closed form past a fixed point), got depth {depth}")
 
 
 def as_depth(depth, where: str, name: str = "depth", maximum: int | None = MAX_DEPTH) -> int:

@@ -48,7 +48,10 @@ import numpy as np
 from .._core.checks import as_depth, resolve_trainable
 from ..activations import parse_angle_activation
 from .recursion import (
+    angle_from,
+    check_cost,
     derivative_slope,
+    gradient_recursion,
     layer_step,
     phi_from_angle,
 )
@@ -105,14 +108,16 @@ def angle_map(angle, activation="relu"):
 
 
 def angle_map_iterate(angle, layers: int, activation="relu"):
-    """gˡ(θ): the angle between post-activations after ``layers`` layers, radians."""
+    """gˡ(θ): the angle between post-activations after ``layers`` layers, radians (the
+    recursion of ``gradient_recursion`` with the read-out alone trained: its last angle)."""
     act = parse_angle_activation(activation, "angle_map_iterate")
     angle = _as_angle(angle, "angle_map_iterate")
     layers = as_depth(layers, "angle_map_iterate", "layers")
-    cos = np.cos(angle)
-    for _ in range(0 if act.is_linear else layers):
-        angle, cos, _, _ = layer_step(angle, cos, act)
-    return angle.copy()
+    if act.is_linear or layers == 0:
+        return angle.copy()
+    check_cost(angle, np.cos(angle), layers, "angle_map_iterate")
+    _, _, u, v, _ = next(gradient_recursion(angle, np.cos(angle), [layers], act, "last"))
+    return np.array(angle_from(u, v), dtype=np.float64)
 
 
 def derivative_factor(angle, activation="relu"):
@@ -147,7 +152,7 @@ def gradient_angle(angle_in, depth: int, activation="relu", trainable="all"):
     angle_in = _as_angle(angle_in, "gradient_angle")
     depth = as_depth(depth, "gradient_angle")
     layers = resolve_trainable(trainable, depth, "gradient_angle")
-    return phi_from_angle(angle_in, np.cos(angle_in), depth, act, layers)
+    return phi_from_angle(angle_in, np.cos(angle_in), depth, act, layers, "gradient_angle")
 
 
 def small_angle_gradient_cos(angle_in, depth: int, activation="relu"):

@@ -35,14 +35,15 @@ rows); with biases, ~eps·max(1, |‖x‖ − ‖x'‖|/(‖x‖θ²)) (``ntkcon
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Iterator
 
 import numpy as np
 
-from .._core.checks import as_data, as_depth, resolve_trainable, sweep_layers
+from .._core.checks import MAX_PAIR_LAYERS, as_data, as_depth, resolve_trainable, sweep_layers
 from ..network import CNNFamily, KernelRangeError, MLPFamily, resolve_mlp
 from ..spectrum import argmin_upper
-from .engine import evaluate, sweep, sweep_images
+from .engine import evaluate_family, sweep, sweep_images
 from .images import image_pair
 from .extremes import extreme_pairs, smallest_from_extremes
 from .geometry import PAIR_ARRAYS, check_scale, normalised_rows, pair_geometry
@@ -124,8 +125,8 @@ def infinite_nngp(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_s
     depth = as_depth(depth, where)
     geometry = _prepare(x1, x2, family, depth, where)
     with _range(where):
-        return evaluate(family.network(depth), geometry, ntk=False, overwrite=True,
-                        where=where).nngp
+        return evaluate_family(family, depth, geometry, ntk=False, overwrite=True,
+                               where=where).nngp
 
 
 def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all", w_std=None,
@@ -162,8 +163,8 @@ def infinite_ntk(x1, x2=None, *, depth: int, activation="relu", trainable="all",
     layers = _layers(trainable, depth, where)
     geometry = _prepare(x1, x2, family, depth, where)
     with _range(where):
-        return evaluate(family.network(depth, layers), geometry, nngp=False, overwrite=True,
-                        where=where).ntk
+        return evaluate_family(family, depth, geometry, layers, nngp=False, overwrite=True,
+                               where=where).ntk
 
 
 def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=None, b_std=None,
@@ -171,7 +172,9 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     """Per-layer NTK contributions Θ_i: the NTK with layer i alone trainable.
 
     ``infinite_ntk(..., trainable=S) == infinite_ntk_layers(...)[list(S)].sum(0)`` (to
-    rounding). Arguments as ``infinite_ntk``.
+    rounding). Arguments as ``infinite_ntk``. It costs L + 1 kernels of depth L: a depth
+    whose pairs × (L + 1) × L exceed ``ntkcond._core.checks.MAX_PAIR_LAYERS`` is refused
+    (ValueError naming the depth that fits).
 
     Returns:
       (L + 1, n1, n2) float64; index i is the contribution of W⁽ⁱ⁺¹⁾ (L = read-out).
@@ -180,11 +183,17 @@ def infinite_ntk_layers(x1, x2=None, *, depth: int, activation="relu", w_std=Non
     family = resolve_mlp(activation, w_std, b_std, residual, where=where)
     depth = as_depth(depth, where)
     geometry = _prepare(x1, x2, family, depth, where, PAIR_ARRAYS + depth + 1)
+    pairs = max(1, int(np.size(geometry.angle)))
+    fits = math.isqrt(MAX_PAIR_LAYERS // pairs)  # L + 1 kernels of L layers each
+    if depth > fits:
+        raise ValueError(f"{where}: expected depth <= {fits} for {pairs} pairs (L + 1 kernels "
+                         f"of L layers each: at most {MAX_PAIR_LAYERS:.3g} pair-layers), got "
+                         f"depth {depth}")
     out = np.empty((depth + 1,) + geometry.angle.shape)
     with _range(where):
         for i in range(depth + 1):
-            out[i] = evaluate(family.network(depth, frozenset({i})), geometry, nngp=False,
-                              where=where).ntk
+            out[i] = evaluate_family(family, depth, geometry, frozenset({i}), nngp=False,
+                                     where=where).ntk
     return out
 
 
@@ -226,8 +235,8 @@ def _gradient_angles(geometry, same, family: MLPFamily, depth, layers, where):
     """``gradient_angles`` on checked arguments."""
     if family.is_linear and family.plain:
         return geometry.angle
-    phi = evaluate(family.network(depth, layers), geometry, nngp=False, ntk=False, angles=True,
-                   where=where).angles()
+    phi = evaluate_family(family, depth, geometry, layers, nngp=False, ntk=False, angles=True,
+                          where=where).angles()
     if same:
         np.fill_diagonal(phi, 0.0)
     return phi

@@ -25,8 +25,8 @@ non-homogeneous activations) takes the general layer maps of ``ntkcond.network``
 (``ntkcond.infinite.engine``); the two agree on the nets both serve.
 
 Interface: ``recursion(geometry, plan, depths, kernel=True, angles=False, nngp=False, out=None,
-xp=np)`` is a generator; per depth L of ``depths`` (ascending) it yields ``(L, K, R, Z)``
-(with ``nngp=True``: ``(L, K, R, Z, N)``):
+xp=np, where="recursion")`` is a generator; per depth L of ``depths`` (ascending) it yields
+``(L, K, R, Z)`` (with ``nngp=True``: ``(L, K, R, Z, N)``):
 
 * ``geometry`` (``PairGeometry``): a block of pairs — θ₀ and cos θ₀ (any shape, the same for
   both), the rows' and columns' norms ‖x‖, ‖x'‖ and the dimension d (``norms`` None: unit rows,
@@ -39,23 +39,35 @@ xp=np)`` is a generator; per depth L of ``depths`` (ascending) it yields ``(L, K
   Z = Σ_{i∈S}(1 + cos θ_i Π ġ) of the gradient angle φ = 2 atan2(√R, √Z)
   (``gradient_recursion``).
 
-Two state functions, one per need:
+Two state functions, one per need; both take the first layer in array operations (NumPy, or
+jax.numpy with ``xp``) and, on NumPy, every later layer in the compiled loop
+``ntkcond.infinite.chain_loops.advance`` (each pair alone, ~30 ns a pair and layer for the
+kernel, ~60 ns with the angle terms, on a loaded 2-core machine), on the distinct entries of
+the block beyond ``DISTINCT_AFTER`` layers:
 
 * ``_chain_kernel`` (``kernel=True``): per layer k, from θ, cos θ, u = 1 − cos θ,
   v = 1 + cos θ and sin θ = √(uv), with s = w_relu,k (sin θ − θ cos θ)/π,
 
       u' = u − s,   cos θ' = cos θ + s,   v' = v + s,   θ' = atan2(√(u'v'), cos θ'),
-      T' = [layer trainable]·cos θ' + (1 − β_k θ)·T,
+      T' = [layer trainable]·cos θ' + (1 − β_k θ)·T
 
-  in place on float64 buffers (about 20 ns an entry at depth 3). θ is kept to absolute
-  precision, which is what the kernel needs. Near π at the input layer (θ₀ = π − δ, δ from
-  ``near``) the first step is cos θ₁ = −w_lin cos δ + w_relu (sin δ − δ cos δ)/π and
-  ġ(θ₀) = w_lin + βδ, with sin δ − δ cos δ by its series: no cancellation, so the ReLU
-  NNGP of x and −x is exactly 0 and near-antipodal entries are relatively exact.
+  (the first layer in place on float64 buffers; the compiled loop takes θ and s from
+  min(u, v) by the half-angle polynomials, without cancellation). Near π at the input layer
+  (θ₀ = π − δ, δ from ``near``) the first step is cos θ₁ = −w_lin cos δ + w_relu (sin δ −
+  δ cos δ)/π and ġ(θ₀) = w_lin + βδ, with sin δ − δ cos δ by its series: no cancellation, so
+  the ReLU NNGP of x and −x is exactly 0 and near-antipodal entries are relatively exact.
 * ``gradient_recursion`` (``angles=True``): the terms 1 ∓ cos carried as sums of non-negative
-  terms, so gradient angles keep full relative precision down to 1e-150 rad (~300 ns an
-  entry). When ``kernel`` and ``angles`` are both asked for, K comes from the first, so every
-  route yields the same kernel to the last bit.
+  terms, so gradient angles keep full relative precision down to 1e-150 rad. When ``kernel``
+  and ``angles`` are both asked for, K comes from the first, so every route yields the same
+  kernel to the last bit.
+
+Depth. The angle of two inputs converges to 0 only algebraically (1 − cos θ_L ~ c/L² for
+ReLU), so no fixed point shortens the recursion: depth L costs L passes over the distinct
+pairs, ~0.6 s for five rows at L = 10⁶ (it was ~112 s one NumPy call per operation and layer
+at a time). ``check_cost`` refuses up front (naming the public function) a depth whose
+distinct pairs × layers exceed ``ntkcond._core.checks.MAX_PAIR_LAYERS`` beyond
+``FREE_DEPTH``. Precision at depth: within a few eps of 30-digit references at L = 2·10⁴
+(``tests/test_recursion.py``); the NumPy expressions it replaced drifted by up to ~2e-14·L.
 
 Precision of the kernels: each entry is exact to a few eps relative to √(K(x, x)K(x', x'))
 (the diagonal scale), not to |K(x, x')|: entries of linear and depth-0 kernels carry the
@@ -65,18 +77,23 @@ rounding of the Gram product x̂·x̂' (absolute ~eps·√d), which is large aga
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
+from .._core.checks import FREE_DEPTH, MAX_PAIR_LAYERS, check_depth_cost
 from ..activations.leaky import SMC_COEFFS, SMC_SERIES_BELOW, sin_minus_angle_cos
+from ..network.layers import gain_product
 
 __all__ = [
     "PairGeometry",
     "ChainPlan",
     "CHUNK_ENTRIES",
+    "GainTable",
     "SMC_COEFFS",
     "SMC_SERIES_BELOW",
     "angle_from",
+    "check_cost",
     "derivative_slope",
     "gradient_recursion",
     "layer_step",
@@ -138,8 +155,8 @@ class ChainPlan:
       layers: trainable layers: None (all), "last" (S = {L} at every depth), or a frozenset of
         0-based indices.
       gains: G_L for L = 0 … len(acts), the output variance over ‖x‖²/d (1 for the
-        norm-preserving net), each as (m, e) with G_L = m·2^e (``gain_product``); None where
-        a depth is not asked for.
+        norm-preserving net), each as (m, e) with G_L = m·2^e (``gain_product``; a
+        ``GainTable`` or a tuple); None where a depth is not asked for.
     """
 
     acts: tuple
@@ -152,8 +169,43 @@ class ChainPlan:
         return all(a.is_linear for a in self.acts)
 
 
+@dataclasses.dataclass(frozen=True)
+class GainTable:
+    """G_L for L = 0 … top of a plain net (``ChainPlan.gains`` without a tuple per depth):
+    ``table[L]`` = (m, e), G_L = m·2^e, m ∈ [0.5, 1).
+
+    Attributes:
+      mantissas: (top + 1,) float64; exponents: (top + 1,) int64.
+    """
+
+    mantissas: np.ndarray
+    exponents: np.ndarray
+
+    @classmethod
+    def of(cls, readout: float, hidden: float, moment: float, top: int) -> "GainTable":
+        """G_0 = s_r² and G_L = s₀²·(s²E[σ²])^(L−1)·s_r²E[σ²] (hidden variance s² = ``hidden``
+        for every weight layer but the read-out's s_r² = ``readout``; E[σ²] = ``moment``),
+        multiplied in the order of ``HomogeneousChain.gain`` and renormalised after every
+        product (``ntkcond.network.layers.gain_product``), so that a plan and the net's
+        ``HomogeneousChain`` give the same gains to the last bit."""
+        from .chain_loops import gain_sequence
+
+        m = np.empty(top + 1)
+        e = np.empty(top + 1, dtype=np.int64)
+        m[0], e[0] = math.frexp(readout)
+        m0, e0 = gain_product(hidden, ())
+        gain_sequence(m0, e0, readout * moment, hidden * moment, top, m, e)
+        return cls(m, e)
+
+    def __len__(self) -> int:
+        return self.mantissas.size
+
+    def __getitem__(self, L: int) -> tuple:
+        return float(self.mantissas[L]), int(self.exponents[L])
+
+
 def recursion(geometry: PairGeometry, plan: ChainPlan, depths, *, kernel=True, angles=False,
-              nngp=False, out=None, overwrite=False, xp=np):
+              nngp=False, out=None, overwrite=False, xp=np, where: str = "recursion"):
     """The fast angle recursion of a bias-free homogeneous net (module docstring).
 
     Args:
@@ -166,6 +218,7 @@ def recursion(geometry: PairGeometry, plan: ChainPlan, depths, *, kernel=True, a
       overwrite: the kernel recursion may use ``geometry.angle`` and ``cos`` as its buffers
         (only without ``angles``).
       xp: numpy, or jax.numpy under jit (no ``refined`` pairs, no ``out``).
+      where: the public function named by ``check_cost``'s ValueError (NumPy only).
 
     Yields:
       (L, K, R, Z) per depth, ascending (``nngp``: (L, K, R, Z, N)); K and R, Z None where
@@ -173,6 +226,8 @@ def recursion(geometry: PairGeometry, plan: ChainPlan, depths, *, kernel=True, a
       next step.
     """
     depths = sorted(set(depths))
+    if xp is np:
+        check_cost(np.asarray(geometry.angle), np.asarray(geometry.cos), depths[-1], where)
     ks = _chain_kernel(geometry, plan, depths, overwrite and not angles, out, xp, nngp) \
         if kernel or nngp else None
     gs = gradient_recursion(geometry.angle, geometry.cos, depths, plan.acts, plan.layers, xp,
@@ -185,6 +240,20 @@ def recursion(geometry: PairGeometry, plan: ChainPlan, depths, *, kernel=True, a
         if gs is not None:
             _, _, R, Z, _ = next(gs)
         yield (L, K if kernel else None, R, Z, N) if nngp else (L, K, R, Z)
+
+
+def check_cost(angle, cos, depth: int, where: str) -> None:
+    """ValueError naming ``where`` where ``depth`` layers over the distinct (θ₀, cos θ₀) of
+    the block cost more than ``ntkcond._core.checks.MAX_PAIR_LAYERS`` pair-layers (depths
+    up to ``FREE_DEPTH`` always run)."""
+    if depth <= FREE_DEPTH or np.size(angle) == 0:
+        return
+    rows = np.stack(np.broadcast_arrays(np.asarray(angle, dtype=np.float64),
+                                        np.asarray(cos, dtype=np.float64)), axis=-1)
+    rows = np.ascontiguousarray(rows.reshape(-1, 2))
+    distinct = np.unique(rows.view(np.dtype((np.void, 16))).ravel()).size
+    check_depth_cost(depth, distinct, MAX_PAIR_LAYERS, where,
+                     f"{distinct} distinct input angle(s) in the compiled angle recursion")
 
 
 def _near_pi(geometry: PairGeometry):
@@ -266,8 +335,9 @@ def _chain_kernel(geometry: PairGeometry, plan: ChainPlan, depths, overwrite, ou
         return
     ops = _InPlace if xp is np else _Pure(xp)
     call = ops.call
-    w_relu = [a.relu_weight / np.pi for a in plan.acts]
-    beta = [a.derivative_slope for a in plan.acts]
+    top = depths[-1]
+    w_relu = _per_layer(plan.acts, top, lambda a: a.relu_weight / np.pi)
+    beta = _per_layer(plan.acts, top, lambda a: a.derivative_slope)
     t, c = (geometry.angle, cos0) if overwrite or xp is not np else (geometry.angle.copy(), cos0.copy())
     u, v = 1.0 - c, 1.0 + c
     exact, pi_side, delta = (), None, None
@@ -329,27 +399,92 @@ def _chain_kernel(geometry: PairGeometry, plan: ChainPlan, depths, overwrite, ou
             if k + 1 in depths:
                 yield emit(k + 1, T, c)
         return
-    # NumPy: each layer over cache-sized chunks of the (contiguous) state, in place
+    # NumPy: layer 0 over cache-sized chunks of the (contiguous) state, in place (it carries
+    # the exact first step of the pairs near π); the rest in the compiled loop, pair by pair
     state = [np.ascontiguousarray(a) for a in (t, c, u, v, sn, T)]
     T, c = state[5], state[1]
     views = [a.reshape(-1) for a in state]
     size = views[0].size
     step = CHUNK_ENTRIES
     g, s = np.empty(min(size, step)), np.empty(min(size, step))
-    for k in range(depths[-1]):
+    if top >= 1:
         if size <= step:  # one chunk (the tiles of ``ntkcond.scale.tiles``)
-            layer(k, *views, g, s, fix0 if k == 0 else None)
+            layer(0, *views, g, s, fix0)
         else:
             for a in range(0, size, step):
                 b = min(size, a + step)
                 fix = None
-                if k == 0 and fix0 is not None:
+                if fix0 is not None:
                     lo, hi = np.searchsorted(fix0[0], [a, b])
                     if hi > lo:
                         fix = (fix0[0][lo:hi] - a,) + tuple(f[lo:hi] for f in fix0[1:])
-                layer(k, *(x[a:b] for x in views), g[:b - a], s[:b - a], fix)
-        if k + 1 in depths:
-            yield emit(k + 1, T, c)
+                layer(0, *(x[a:b] for x in views), g[:b - a], s[:b - a], fix)
+        if 1 in depths:
+            yield emit(1, T, c)
+    if top <= 1:
+        return
+    from .chain_loops import advance
+
+    flat, back = _distinct([views[1], views[2], views[3], views[5]], top)
+    inside = _members(layers, top)
+    counts = np.cumsum(inside, dtype=np.float64)
+    negative = _negatives(plan.acts, top)
+    unused = np.empty(0)
+    k0 = 1
+    for L in depths:
+        if L <= 1:
+            continue
+        advance(*flat, unused, unused, k0, L, counts, w_relu, beta, negative, inside,
+                last_only, False)
+        k0 = L
+        if back is None:
+            yield emit(L, T, c)
+        else:
+            yield emit(L, flat[3][back].reshape(T.shape), flat[0][back].reshape(c.shape))
+
+
+def _per_layer(acts, top: int, value) -> np.ndarray:
+    """(top,) float64: ``value(act)`` of the activation after each hidden layer k < top (one
+    call when every layer has the same activation object, as a family's plan has)."""
+    acts = acts[:top]
+    if top and all(a is acts[0] for a in acts):
+        return np.full(top, float(value(acts[0])))
+    return np.array([float(value(a)) for a in acts], dtype=np.float64).reshape(top)
+
+
+def _negatives(acts, top: int) -> np.ndarray:
+    """(top,) bool: ġ < 0 is possible after layer k (w_relu > 1: slopes α < 0)."""
+    return _per_layer(acts, top, lambda a: a.relu_weight > 1.0) != 0
+
+
+def _members(layers, top: int) -> np.ndarray:
+    """(top + 1,) bool: layer k is in S (``layers`` None or "last": every layer)."""
+    if layers is None or layers == "last":
+        return np.ones(top + 1, dtype=bool)
+    inside = np.zeros(top + 1, dtype=bool)
+    inside[[i for i in layers if 0 <= i <= top]] = True
+    return inside
+
+
+#: Layers beyond which the compiled loop runs on the distinct entries of a block only (equal
+#: states after layer 0 — the two triangles of a symmetric block, the diagonal — computed once;
+#: the sort costs ~1.6 µs an entry, what ~50 layers of the loop do).
+DISTINCT_AFTER = 128
+
+
+def _distinct(views, top):
+    """(the state on its distinct entries, the inverse index) where the loops go deeper than
+    ``DISTINCT_AFTER`` layers, else (the state itself, None). Entries are equal when every
+    state array holds the same float64 bits: their layers are then the same operations."""
+    n = views[0].size
+    if top - 1 <= DISTINCT_AFTER or n < 2:
+        return [np.ascontiguousarray(x) for x in views], None
+    rows = np.ascontiguousarray(np.stack(views, axis=1))
+    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, back = np.unique(keys, return_index=True, return_inverse=True)
+    if first.size == n:
+        return [np.ascontiguousarray(x) for x in views], None
+    return [np.ascontiguousarray(x[first]) for x in views], back.reshape(-1)
 
 
 def _check_factor(factor, depth):
@@ -448,7 +583,8 @@ def gradient_recursion(angle0, cos0, depths, acts, layers=None, xp=np, near_pi=N
     T, R, Z, count = s * cos, s * u, s * v, s
     if 0 in wanted:
         yield (0, cos, u, v, 1.0) if last_only else (0, T, R, Z, count)
-    for k in range(top):
+    compiled = xp is np and top > 1  # layers 1 … top − 1 in the compiled loop (``chain_loops``)
+    for k in range(1 if compiled else top):
         act = acts[k]
         gdot_gap = act.derivative_slope * angle  # 1 − ġ(θ_k) ≥ 0
         gdot = 1.0 - gdot_gap
@@ -480,11 +616,49 @@ def gradient_recursion(angle0, cos0, depths, acts, layers=None, xp=np, near_pi=N
         u, v = u_new, v_new
         if k + 1 in wanted:
             yield (k + 1, cos, u_new, v_new, 1.0) if last_only else (k + 1, T, R, Z, count)
+    if compiled:
+        yield from _compiled_gradient(cos, u, v, T, R, Z, sorted(wanted), acts, layers)
 
 
-def phi_from_angle(angle0, cos0, depth, act, layers):
+def _compiled_gradient(cos, u, v, T, R, Z, depths, acts, layers):
+    """``gradient_recursion``'s layers 1 … max(depths) − 1 in the compiled loop
+    (``chain_loops.advance``) on the distinct entries of the state after layer 0;
+    yields as it does (new arrays; NumPy scalars for scalar inputs)."""
+    from .chain_loops import advance
+
+    top = depths[-1]
+    last_only = layers == "last"
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
+                                   for a in (cos, u, v, T, R, Z)))
+    shape = arrays[0].shape
+    flat, back = _distinct([a.reshape(-1).copy() for a in arrays], top)
+    inside = _members(layers, top)
+    counts = np.cumsum(inside, dtype=np.float64)  # |S ∩ [0, k]|
+    w = _per_layer(acts, top, lambda a: a.relu_weight / np.pi)
+    beta = _per_layer(acts, top, lambda a: a.derivative_slope)
+    negative = _negatives(acts, top)
+
+    def out(i):
+        full = flat[i] if back is None else flat[i][back]
+        full = full.reshape(shape)
+        return full[()] if full.ndim == 0 else full.copy() if back is None else full
+
+    k0 = 1
+    for L in depths:
+        if L <= 1:
+            continue
+        advance(*flat, k0, L, counts, w, beta, negative, inside, last_only, not last_only)
+        k0 = L
+        if last_only:
+            yield L, out(0), out(1), out(2), 1.0
+        else:
+            yield L, out(3), out(4), out(5), float(counts[L])
+
+
+def phi_from_angle(angle0, cos0, depth, act, layers, where: str = "phi_from_angle"):
     """φ_L(θ₀) of eq. (4) of ``ntkcond.infinite.angles`` (all shapes), radians, for the
-    bias-free net of one homogeneous activation."""
+    bias-free net of one homogeneous activation (``check_cost`` first, naming ``where``)."""
+    check_cost(angle0, cos0, depth, where)
     if act.is_linear:
         return np.array(angle0, dtype=np.float64, copy=True)
     _, _, R, Z, _ = next(gradient_recursion(angle0, cos0, [depth], act, set(layers)))

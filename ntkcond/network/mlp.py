@@ -19,7 +19,8 @@ residual blocks z^{l+1} = z^l + β(s_w/√m · W^{l+1} σ(z^l) + s_b b^{l+1})
 Trainable layers S (0-based: 0 is W¹, b¹; L the read-out; "last": the read-out only at every
 depth) become the ``trainable`` flags of the ``Dense`` layers. The kernels of this family at
 every depth come from one pass over its layers (``sweep_states``), each layer's map the one
-``network(L)`` uses.
+``network(L)`` uses; the pass stops at the fixed point of the blocks and finishes in closed
+form (``ntkcond.network.fixed_point``), and so do the variances of ``check_variances``.
 """
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ import math
 
 import numpy as np
 
+from .._core.checks import MAX_PAIR_BLOCKS, QUADRATURE_WEIGHT, depth_budget
 from ..activations import ActivationFunction, parse_activation, parse_activations
 from .layers import (MAX_STD, Dense, FanInSum, FanOut, Identity, Nonlinearity, Parallel, Serial,
                      check_std)
+from .fixed_point import AffineMap, decaying_gap, settled
 from .state import PairState
 
 __all__ = ["NetFamily", "MLPFamily", "resolve_mlp", "resolve_mlps", "NET_KEYS", "KEYWORDS",
@@ -149,28 +152,88 @@ class MLPFamily(NetFamily):
         stack += [Nonlinearity(self.act), self.dense(depth, depth, layers, width)]
         return Serial(tuple(stack))
 
-    def sweep_states(self, state, depths, layers=None):
+    def sweep_states(self, state, depths, layers=None, *, max_layers=None,
+                     where: str = "MLPFamily.sweep_states"):
         """(L, state of the output) for every depth in ``depths`` (ascending) in one pass:
         z¹ = dense(0)(input), then per L the read-out of σ(z^L) and the next block; the layer
-        maps are those of ``network(L)`` (σ(z^L) computed once for both)."""
+        maps are those of ``network(L)`` (σ(z^L) computed once for both).
+
+        Past a fixed point of the blocks (``ntkcond.network.fixed_point``: the NNGP block of
+        z^{l+1} equal to that of z^l bit for bit, every later block the same layers) the
+        states of the deeper depths come from the closed form of the NTK's linear recursion:
+        the pass costs the layers up to the fixed point, whatever the depth. Where it finds
+        none within ``max_layers`` blocks (None: no bound) and deeper depths are asked for,
+        ``ValueError`` naming ``where`` and the depth that fits.
+        """
         top = max(depths)
         wanted = set(depths)
         if 0 in wanted:
             yield 0, self.dense(0, 0, layers).kernel(state)
         if top == 0:
             return
+        sigma = Nonlinearity(self.act)
         z = self.dense(0, top, layers).kernel(state)  # trainable flags: index-wise, any depth
+        prev, retry, misses = None, 0, 0
         for L in range(1, top + 1):
-            h = Nonlinearity(self.act).kernel(z)
+            h = sigma.kernel(z)
             if L in wanted:
                 yield L, self.dense(L, L, layers).kernel(h)
             if L == top:
-                break
-            step = self.dense(L, top, layers).kernel(h)
-            if self.residual is not None:
-                step = FanInSum().kernel([step, z])
-            z = step
+                return
+            if max_layers is not None and L > max_layers:
+                raise ValueError(
+                    f"{where}: expected depth <= {max_layers} for this net on these pairs (its "
+                    f"layer map reaches no fixed point within {max_layers} layers, and the "
+                    f"layers beyond cost one pass each), got depth {top}")
+            dense = self.dense(L, top, layers)
+            step = self._block(dense, z, h)
+            fixed = None
+            if self._same_blocks_from(L, layers):
+                fixed = self._closed_form(dense, prev, z, step, L, layers, L >= retry)
+                if fixed is False:  # a decaying gap whose map did not predict: back off
+                    misses += 1
+                    retry, fixed = L + 2**misses, None
+            if fixed is not None:
+                start, fixed = fixed
+                for M in sorted(d for d in wanted if d > L):
+                    yield M, self.dense(M, M, layers).kernel(sigma.kernel(
+                        fixed.advance(M - start)))
+                return
+            prev, z = z, step
 
+    def _block(self, dense, z, h):
+        """z^{l+1} from z^l and h = σ(z^l): ``dense`` of h, plus z in a residual block."""
+        step = dense.kernel(h)
+        return step if self.residual is None else FanInSum().kernel([step, z])
+
+    def _closed_form(self, dense, prev, z, step, L, layers, gaps: bool):
+        """(l₀, ``AffineMap``) where the blocks from z^{L−1} (``prev``), z^L (``z``) to z^{L+1}
+        (``step``) reach a fixed point (``ntkcond.network.fixed_point``): settled at l₀ = L,
+        or (``gaps``: tried) a decaying gap at l₀ = L − 1 whose map predicts z^{L+1}; False
+        where a decaying gap's map did not predict it (the caller backs off: the probes cost
+        five blocks); else None."""
+        sigma = Nonlinearity(self.act)
+        untrained = dataclasses.replace(dense, trainable=False)
+
+        def probe(state, decay=None):
+            return AffineMap.probe(state, lambda s: self._block(dense, s, sigma.kernel(s)),
+                                   lambda s: self._block(untrained, s, sigma.kernel(s)), decay)
+
+        if settled(z, step):
+            return L, probe(z)
+        if not gaps or prev is None or not self._same_blocks_from(L - 1, layers):
+            return None
+        decay = decaying_gap(prev, z, step)
+        if decay is None:
+            return None
+        fixed = probe(prev, decay)
+        return (L - 1, fixed) if fixed.predicts(step, 2) else False
+
+    @staticmethod
+    def _same_blocks_from(L: int, layers) -> bool:
+        """Every hidden block from index L on is the same layers (the trainable flags do not
+        change there, whatever the depth)."""
+        return layers is None or layers == "last" or all(i < L for i in layers)
 
     def linear_factor(self, depth: int, layers=None) -> float:
         """c with K = c·XXᵀ/d for a plain bias-free linear net: |S ∩ [0, L]| times the
@@ -193,7 +256,9 @@ class MLPFamily(NetFamily):
         """Activations without closed forms: ``act.check_variances`` (the quadrature's
         step-halving check) on every variance the diagonal reaches up to ``depth`` from inputs
         of squared norms/d ``sq_norms``; ValueError naming ``where`` if it cannot reach its
-        accuracy or a variance leaves float64's range. Nothing for closed forms."""
+        accuracy or a variance leaves float64's range. Nothing for closed forms. The
+        variances stop at their fixed point (q_{l+1} = q_l bit for bit: every later layer
+        gives the same), so a deep net costs the layers up to it."""
         if self.act.closed_form or depth == 0:
             return
         q = np.unique(np.asarray(sq_norms, dtype=np.float64).ravel())
@@ -202,12 +267,23 @@ class MLPFamily(NetFamily):
             with np.errstate(over="ignore", invalid="ignore"):
                 z = self.dense(0, depth).variance(q)
                 seen = [z]
+                fits = depth_budget(QUADRATURE_WEIGHT * q.size, MAX_PAIR_BLOCKS)
                 for L in range(1, depth):
+                    if L > fits:
+                        break
                     step = self.dense(L, depth).variance(sigma.variance(z))
-                    z = step if self.residual is None else step + z
+                    step = step if self.residual is None else step + z
+                    if np.array_equal(step, z):  # a fixed point: every later layer repeats it
+                        break
+                    z = step
                     seen.append(z)
         except ValueError as err:  # the quadrature's step needs more nodes than it may take
             raise ValueError(f"{where}: {err}") from None
+        if depth - 1 > fits and len(seen) > fits:  # no fixed point within the budget
+            raise ValueError(
+                f"{where}: expected depth <= {fits} for activation {self.act.name!r} on these "
+                f"inputs (its variance map reaches no fixed point within {fits} layers, and "
+                f"each further layer is one more quadrature), got depth {depth}")
         seen = np.concatenate(seen)
         if not np.all(np.isfinite(seen)):
             layer = 1 + next(i for i, v in enumerate(np.split(seen, len(seen) // q.size))

@@ -4,8 +4,9 @@ The n × n kernel is computed in b × b tiles of its upper triangle (``kernel_ti
 GEMM per tile, then per cache-sized row chunk the input geometry of
 ``ntkcond.infinite.geometry.block_geometry`` (exact from the data within 0.1 rad of 0 and π,
 as ``infinite_ntk``) and eq. (2) of ``ntkcond.infinite.kernels`` by
-``ntkcond.infinite.recursion.recursion`` (its in-place kernel-only state: one sqrt and one
-atan2 per layer, about 20 ns an entry at depth 3). These are the functions ``infinite_ntk``
+``ntkcond.infinite.recursion.recursion`` (its kernel-only state: the first layer in place, the
+later ones in the compiled loop of ``ntkcond.infinite.chain_loops``, ~5–10 ns an entry and
+layer). These are the functions ``infinite_ntk``
 calls on the whole matrix: the engine only tiles, schedules and reduces. The tiles run on
 worker threads (``Tiles``; ``_core.threads``), BLAS at one thread each.
 
