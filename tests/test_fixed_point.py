@@ -139,7 +139,7 @@ def test_the_leaky_kink_is_not_taken_for_a_decaying_gap():
 
 
 @pytest.mark.parametrize("act,kw", [("erf", dict(w_std=1.5)), ("tanh", dict(w_std=1.5)),
-                                    ("gelu", dict(w_std=1.5)), ("erf", dict(w_std=1.5, b_std=0.1)),
+                                    ("erf", dict(w_std=1.5, b_std=0.1)),
                                     ("gelu", dict(w_std=1.2, b_std=0.2)),
                                     ("sin", dict(w_std=0.8, b_std=0.5))])
 def test_depth_1e6_costs_seconds(act, kw):
@@ -157,6 +157,19 @@ def test_depth_1e6_costs_seconds(act, kw):
         assert np.all(np.abs(off - np.pi / 2) <= 16 * 10**6 * EPS)
         with pytest.raises(KernelRangeError, match=r"^infinite_ntk: .*leaves float64's range"):
             ntkcond.infinite_ntk(x, depth=10**6, activation=act, **kw)
+
+
+def test_gelu_whose_variance_underflows_is_refused_at_once():
+    """Bias-free GELU at s_w = 1.5 maps q to ~0.56·q near 0: the variance entering layer 1232
+    is below 2.2e-308 and no float64 kernel or angle recursion represents the net beyond it
+    (it returned angles of exactly 0 there): one ValueError naming the depth that fits."""
+    t0 = time.perf_counter()
+    for f in (ntkcond.gradient_angles, ntkcond.infinite_ntk):
+        with pytest.raises(ValueError, match=rf"^{f.__name__}: expected depth <= 12\d\d for activation "
+                                             r"'gelu' on these inputs .*got depth 1000000"):
+            f(_x(), depth=10**6, activation="gelu", w_std=1.5)
+    assert time.perf_counter() - t0 < 20.0
+    assert np.all(np.isfinite(ntkcond.gradient_angles(_x(), depth=1231, activation="gelu", w_std=1.5)))
 
 
 @pytest.mark.slow

@@ -253,14 +253,18 @@ class MLPFamily(NetFamily):
         return count * gain
 
     def check_variances(self, sq_norms, depth: int, where: str) -> None:
-        """Activations without closed forms: ``act.check_variances`` (the quadrature's
-        step-halving check) on every variance the diagonal reaches up to ``depth`` from inputs
-        of squared norms/d ``sq_norms``; ValueError naming ``where`` if it cannot reach its
-        accuracy or a variance leaves float64's range. Nothing for closed forms. The
-        variances stop at their fixed point (q_{l+1} = q_l bit for bit: every later layer
-        gives the same), so a deep net costs the layers up to it."""
-        if self.act.closed_form or depth == 0:
+        """The variances q_l the diagonal reaches up to ``depth`` from inputs of squared
+        norms/d ``sq_norms``: ValueError naming ``where`` and the layer where one leaves
+        float64's normal range (overflow, or underflow below 2.2e-308, e.g. GELU at s_w = 1.5,
+        whose q_l shrinks geometrically to 0: no float64 kernel represents it), and for
+        activations without closed forms ``act.check_variances`` (the quadrature's
+        step-halving check) on every one. Nothing for homogeneous nets (their scale is carried
+        apart from the recursion). The variances stop at their fixed point (q_{l+1} = q_l bit
+        for bit: every later layer gives the same), so a deep net costs the layers up to it;
+        a quadrature activation whose variances reach none within the budget is refused."""
+        if self.homogeneous or depth == 0:
             return
+        quadrature = not self.act.closed_form
         q = np.unique(np.asarray(sq_norms, dtype=np.float64).ravel())
         sigma = Nonlinearity(self.act)
         try:
@@ -279,18 +283,22 @@ class MLPFamily(NetFamily):
                     seen.append(z)
         except ValueError as err:  # the quadrature's step needs more nodes than it may take
             raise ValueError(f"{where}: {err}") from None
-        if depth - 1 > fits and len(seen) > fits:  # no fixed point within the budget
+        if quadrature and depth - 1 > fits and len(seen) > fits:  # no fixed point within the budget
             raise ValueError(
                 f"{where}: expected depth <= {fits} for activation {self.act.name!r} on these "
                 f"inputs (its variance map reaches no fixed point within {fits} layers, and "
                 f"each further layer is one more quadrature), got depth {depth}")
         seen = np.concatenate(seen)
-        if not np.all(np.isfinite(seen)):
-            layer = 1 + next(i for i, v in enumerate(np.split(seen, len(seen) // q.size))
-                             if not np.all(np.isfinite(v)))
-            raise ValueError(f"{where}: the NNGP variance entering activation {self.act.name!r} "
-                             f"leaves float64's range at layer {layer} (depth {depth} asked)")
-        self.act.check_variances(seen, where)
+        with np.errstate(invalid="ignore"):
+            normal = np.isfinite(seen) & (seen >= np.finfo(np.float64).tiny)
+        if not np.all(normal):
+            layer = 1 + next(i for i, v in enumerate(np.split(normal, len(normal) // q.size))
+                             if not np.all(v))
+            raise ValueError(f"{where}: expected depth <= {layer - 1} for activation "
+                             f"{self.act.name!r} on these inputs (the NNGP variance entering it "
+                             f"leaves float64's range at layer {layer}), got depth {depth}")
+        if quadrature:
+            self.act.check_variances(seen, where)
 
 
 #: What the arguments are called in messages: the library's keywords, or a command's flags.
