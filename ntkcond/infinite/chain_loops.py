@@ -25,7 +25,7 @@ import math
 
 from numba import njit
 
-from .conv_chain import _half_angle
+from .conv_chain import half_angle
 
 __all__ = ["advance", "gain_sequence", "LANE_BLOCK"]
 
@@ -48,7 +48,7 @@ def advance(c, u, v, T, R, Z, k0, k1, counts, w, beta, negative, member, last_on
     1 − cos θ, 1 + cos θ, T, R, Z), in place (module docstring):
 
         θ from (u, v): ψ = min(θ, π − θ) and s(ψ) = sin ψ − ψ cos ψ by
-        ``conv_chain._half_angle`` of min(u, v); s(θ) = s(ψ), or s(ψ) + π cos ψ for θ > π/2;
+        ``conv_chain.half_angle`` of min(u, v); s(θ) = s(ψ), or s(ψ) + π cos ψ for θ > π/2;
         σ = w_k·s(θ)   (w_k = w_relu/π of layer k),
         cos θ′ = cos θ + σ,   u′ = u − σ,   v′ = v + σ,   ġ = 1 − β_kθ,
         T′ = [k+1 ∈ S]·cos θ′ + ġ·T,
@@ -71,7 +71,7 @@ def advance(c, u, v, T, R, Z, k0, k1, counts, w, beta, negative, member, last_on
                 uj, vj = uu[j], vv[j]
                 small = uj <= vj
                 lo = min(uj if small else vj, 1.0)
-                psi, smac = _half_angle(lo)
+                psi, smac = half_angle(lo)
                 theta = psi if small else _PI - psi
                 if not small:
                     smac = smac + _PI * (1.0 - lo)

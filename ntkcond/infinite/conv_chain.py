@@ -44,7 +44,7 @@ from ..network.layers import Identity, Nonlinearity, leaves
 from ..network.spatial import output_size, padding_before
 from ..network.state import PairState
 
-__all__ = ["ConvChain", "RANGE_BITS"]
+__all__ = ["ConvChain", "RANGE_BITS", "half_angle"]
 
 #: The compiled route runs where every per-image diagonal stays within
 #: [2^−RANGE_BITS, 2^RANGE_BITS] (zeros allowed): the layer maps' rescaling (``RESCALE_BITS``)
@@ -295,7 +295,7 @@ SMAC_COEFFS = (2.6666666666666665, 0.2666666666666642, 0.08571428571487523,
 
 
 @njit(inline="always", **_JIT)
-def _half_angle(lo):
+def half_angle(lo):
     """(ψ, sin ψ − ψ cos ψ) for the angle ψ ∈ [0, π/2] with 1 − cos ψ = lo ∈ [0, 1]:
     ψ = 2 asin(√u), u = lo/2, as √u times a polynomial in u, and sin ψ − ψ cos ψ as u√u
     times another (no cancellation, no other square root)."""
@@ -323,7 +323,7 @@ def _leaky(sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     up = min(max((r + c) * ir, 0.0), 2.0) if pos else 2.0
     small = um <= up
     lo = min(um if small else up, 1.0)
-    near, smac = _half_angle(lo)
+    near, smac = half_angle(lo)
     theta = near if small else _PI - near
     omk = lo - _TWO_OVER_PI * smac
     M = a2 * c + b2 * r * (1.0 - omk)
