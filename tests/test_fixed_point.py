@@ -242,3 +242,23 @@ def test_powers_of_the_map_are_the_map_applied_n_times():
         for k, want in zip("ABCG", x):
             have = np.ldexp(np.asarray(getattr(got, k)), got.ntk_exp)
             np.testing.assert_allclose(have, want, rtol=1e-13, atol=1e-13 * np.max(np.abs(x[0])))
+
+
+def test_self_pairs_stay_identical_in_the_chaotic_phase():
+    """tanh at s_w = 1.5 is chaotic (χ = s_w²·E[tanh′(z)²] ≈ 1.139 at its fixed point q*):
+    rounding in a self pair's gap grew by χ a layer until, after ~300 layers, Θ(x, x) decayed
+    like an off-diagonal entry (1.13 at depth 1000, where the truth is 2.7e57). Identical
+    inputs now stay identical exactly, so Θ_L(x, x)/Θ_{L−1}(x, x) → χ: checked at L = 1000
+    against χ by 200-node Gauss–Hermite quadrature at q* (relative 1e-9: q* and χ converge
+    geometrically, the quadrature to ~1e-15)."""
+    z, w = np.polynomial.hermite_e.hermegauss(200)
+    w = w / w.sum()
+    q = 1.0
+    for _ in range(2000):  # q* of q ↦ s_w²·E[tanh(√q z)²]
+        q = 2.25 * np.sum(w * np.tanh(np.sqrt(q) * z) ** 2)
+    chi = 2.25 * np.sum(w * (1 - np.tanh(np.sqrt(q) * z) ** 2) ** 2)
+    x = _x()
+    d999, d1000 = (np.diag(ntkcond.infinite_ntk(x, depth=L, activation="tanh", w_std=1.5))
+                   for L in (999, 1000))
+    assert np.all(d1000 > 1e50)
+    assert np.max(np.abs(d1000 / d999 / chi - 1)) < 1e-9

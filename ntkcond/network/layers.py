@@ -278,6 +278,13 @@ class Nonlinearity(Layer):
         P1, Pd1 = act.diagonal(s.q1)
         P2, Pd2 = act.diagonal(s.q2)
         D = Ds if Ds is not None else np.maximum(0.5 * (P1 + P2) - M, 0.0)
+        # identical inputs (gap 0, equal variances) stay identical: M = P, Ṁ = Ṗ, gaps 0
+        # exactly, not to rounding, which a chaotic layer map (tanh at s_w = 1.5) amplifies
+        # by ~1.14 a layer until the self-pair decorrelates (after ~300 layers)
+        same = (np.asarray(s.D) == 0) & (np.asarray(s.q1) == np.asarray(s.q2))
+        if np.any(same):
+            M, Md, D = np.where(same, P1, M), np.where(same, Pd1, Md), np.where(same, 0.0, D)
+            Dd = None if Dd is None else np.where(same, 0.0, Dd)
         exact = s.exact_gaps and Ds is not None
         out = s.replace(q1=P1, q2=P2, c=M, D=D, exact_gaps=exact)
         if s.A is not None:
