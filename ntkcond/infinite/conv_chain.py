@@ -871,12 +871,11 @@ def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, c, D, C, G, angles):
     kc = pi.shape[1]
     sw2, sb2, tr = fops[0, 0], fops[0, 1], fops[0, 2]
     _patches(xi, kh, kw, sh, sw, ph, pw, circ, oh, ow, pi, ni)
-    _patches_t(xj, kh, kw, sh, sw, ph, pw, circ, oh, ow, pjt)  # transposed: runs over p′
-    for r in range(P):
-        nj[r] = 0.0
-    for t in range(kc):  # |πⱼ[p′]|², summed in the order of ``_patches``
+    pj = np.empty((P, kc))
+    _patches(xj, kh, kw, sh, sw, ph, pw, circ, oh, ow, pj, nj)
+    for t in range(kc):  # transposed: the products below run over p′
         for r in range(P):
-            nj[r] += pjt[t, r] * pjt[t, r]
+            pjt[t, r] = pj[r, t]
     scale = sw2 / kc
     for p in range(P):
         crow = c[p * P:(p + 1) * P]
@@ -913,29 +912,6 @@ def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, c, D, C, G, angles):
         for r in range(P):
             Crow[r] = tr * crow[r]
             Grow[r] = tr * drow[r] if angles else 0.0
-
-
-@njit(**_JIT)
-def _patches_t(x, kh, kw, sh, sw, ph, pw, circ, oh, ow, out):
-    """``_patches`` transposed: out[t, p]."""
-    h, w, ch = x.shape
-    for y in range(oh):
-        for xo in range(ow):
-            p = y * ow + xo
-            t = 0
-            for dh in range(kh):
-                a = sh * y + dh - ph
-                for dw in range(kw):
-                    b = sw * xo + dw - pw
-                    if circ:
-                        a2, b2 = a % h, b % w
-                        inside = True
-                    else:
-                        a2, b2 = a, b
-                        inside = 0 <= a < h and 0 <= b < w
-                    for z in range(ch):
-                        out[t, p] = x[a2, b2, z] if inside else 0.0
-                        t += 1
 
 
 @njit(parallel=True, **_JIT)
