@@ -31,13 +31,11 @@ net), ReLU beside linear, bias-free and with b_std = 0.1 (w_std the norm-preserv
 from __future__ import annotations
 
 import argparse
-import csv
-import math
+import functools
 import os
 import shlex
 import sys
 
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NAMES = {"cifar10": "CIFAR-10", "mnist": "MNIST"}
@@ -85,7 +83,7 @@ def run(part: str, datasets, data_dir: str, runs: str) -> None:
 # ---------------------------------------------------------------------------- the report
 #: The depths shown in the tables (those that ran, of these).
 SHOWN = (0, 1, 2, 3, 5, 10, 20)
-FIELDS = ["dataset", "run", "title", "b_std", "width", "depth", "n", "kernels", "kappa_relu",
+FIELDS = ["dataset", "run", "title", "b_std", "width", "depth", "n", "image_shape", "kernels", "kappa_relu",
           "kappa_linear", "ratio_linear_over_relu", "rank_relu", "rank_linear", "angle_relu",
           "angle_linear", "limited_relu", "limited_linear", "kappa_relu_min", "kappa_relu_max",
           "kappa_linear_min", "kappa_linear_max", "command"]
@@ -93,6 +91,14 @@ FIELDS = ["dataset", "run", "title", "b_std", "width", "depth", "n", "kernels", 
 
 def _command(argv, out) -> str:
     return "ntkcond cond-vs-depth " + " ".join(shlex.quote(a) for a in argv + ["--out", out])
+
+
+@functools.lru_cache(maxsize=None)
+def _image_shape(dataset: str, data_dir: str, downsample: int) -> tuple:
+    """(H, W, C) of the images a run read (after its --downsample)."""
+    from ntkcond import datasets as D
+
+    return tuple(D.load(dataset, "test", data_dir=data_dir, downsample=downsample).images.shape[1:])
 
 
 def summary(runs: str, datasets, data_dir: str) -> list[dict]:
@@ -113,13 +119,15 @@ def summary(runs: str, datasets, data_dir: str) -> list[dict]:
                 if not len(frame):
                     continue
                 arch = name.rsplit("_", 1)[0]
+                shape = _image_shape(dataset, data_dir, int(dict(zip(argv, argv[1:])).get("--downsample", 1)))
                 for (width, depth), group in frame.groupby(["width", "depth"]):
                     if set(group["activation"]) != {"relu", "linear"}:
                         continue  # a run still under way: both activations or neither
                     row = {"dataset": dataset, "run": name, "title": ARCHS[arch][1],
                            "b_std": 0.1 if "--b-std" in argv else 0.0, "width": width,
                            "depth": int(depth), "n": int(group["n"].iloc[0]),
-                           "kernels": len(group), "command": _command(argv, os.path.relpath(out))}
+                           "kernels": len(group), "image_shape": shape,
+                           "command": _command(argv, os.path.relpath(out))}
                     for act in ("relu", "linear"):
                         sel = group[group["activation"] == act]
                         row[f"kappa_{act}"] = float(sel["kappa_eff"].median())
@@ -251,9 +259,8 @@ def reading(rows, dataset) -> list[str]:
             f"{_span(over)} times the flatten read-out's on the same images"
             + (" (some linear pooled kernels at float64's resolution, marked *)."
                if any(r["limited_linear"] for r in gr) else "."))
-        channels = 3 if dataset == "cifar10" else 1
-        side = 8 if dataset == "cifar10" else 7
-        field = [min(channels * (2 * L + 1) ** 2, channels * side * side) for L in gdepths]
+        h, w, channels = gr[0]["image_shape"]
+        field = [min(channels * (2 * L + 1) ** 2, channels * h * w) for L in gdepths]
         ranks = [r["rank_linear"] for r in gr]
         if ranks == field:
             out.append(
