@@ -217,6 +217,10 @@ LAYER_MAP_NETS = {
         stax.Conv(4, (3, 3), padding="CIRCULAR", W_std=1.1, b_std=0.3), stax.LeakyRelu(-0.7),
         stax.Conv(4, (2, 3), strides=(1, 2), padding="CIRCULAR", W_std=0.9), stax.Relu(), ro,
         stax.Dense(1, b_std=0.2)),
+    # three convolutions and no activation: stages of one layout in turn in both buffers of a
+    # work item (the compiled route once left the input's NTK padding from the last item)
+    "circular_three_linear": lambda ro: stax.serial(
+        *[stax.Conv(4, (3, 3), padding="CIRCULAR", W_std=1.1)] * 3, ro, stax.Dense(1)),
 }
 
 

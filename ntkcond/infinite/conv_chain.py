@@ -20,7 +20,13 @@ times two polynomials in u (``ASIN_COEFFS``, ``SMAC_COEFFS``: Chebyshev interpol
 20 and 18, within 1.2e-16 and 1.4e-16 relative, checked against mpmath by the tests): no
 cancellation at small angles, one square root, no branch, so that the compiler vectorises the
 loops (8 pairs per 512-bit vector: ``LANES`` column images per work item). The filter sums are
-the layer maps' (the same order); a·b + c may be fused (FMA). The per-image diagonals
+the layer maps' (the same order), scaled by s_w²/k in one product (the layer maps divide by k,
+then multiply by s_w²: a last-bit difference); a·b + c may be fused (FMA). Each stage of a work
+item is stored padded for the convolution that reads it (``_layouts``), so every filter sum,
+weight map and dual runs over contiguous rows; an activation right after a convolution is
+applied in the same pass, and the 3 × 3 stride-1 filter in the same loop (``_taps3_row``). The
+loops are written without branches inside them, and none writes four arrays it does not read
+(the compiler vectorises neither). The per-image diagonals
 (variances q and Θ(x, x) per pixel, at every stage) come first from a cheap pass over the
 images; the pairs then carry only their own c, D, C (and G for gradient angles).
 
@@ -167,7 +173,8 @@ class ConvChain:
             out[rows, cols] = sums
             return out
         rows, groups = _items(n1, n2, upper)
-        x2g = _grouped(x2.reshape(n2, -1, x2.shape[-1]), 0)        # (G, P, C, LANES)
+        x2g = _grouped(np.moveaxis(x2.reshape(n2, -1, x2.shape[-1]), 2, 1), 0)  # (G, C, P, L)
+        x2g = x2g.reshape(x2g.shape[0], x2g.shape[1], -1)                      # (G, C, P·L)
         return _diag_items(x1, x2g, rows, groups, n2, upper, self.iops, self.fops, S1, I1,
                            _grouped(S2, 1), _grouped(I2, 1), bool(angles), cap, len(stages),
                            get_num_threads())
@@ -312,9 +319,11 @@ def half_angle(lo):
 
 
 @njit(inline="always", **_JIT)
-def _leaky(sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
+def _leaky(sq1, is1, sq2, is2, c, D, C, G, a2, b2):
     """One entry of the leaky dual, (c′, D′, C′, G′), from the pre-activations' √q and 1/√q
-    (0 for q = 0) of both sides."""
+    (0 for q = 0) of both sides. (G′ is always formed: a caller that has no use for it does
+    not store it, and the compiler drops it. A flag here would leave a branch in the loops,
+    which then do not vectorise.)"""
     s = sq1 - sq2
     r = sq1 * sq2
     ir = is1 * is2
@@ -329,7 +338,7 @@ def _leaky(sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     M = a2 * c + b2 * r * (1.0 - omk)
     gap = a2 * D + b2 * (0.5 * s * s + r * omk)
     Cn = (a2 + b2 * (1.0 - _TWO_OVER_PI * theta)) * C
-    Gn = ((a2 + b2) * G + (_TWO_OVER_PI * b2 * theta) * C) if angles else 0.0
+    Gn = (a2 + b2) * G + (_TWO_OVER_PI * b2 * theta) * C
     return M, gap, Cn, Gn
 
 
@@ -429,18 +438,6 @@ def _add(dst, src):
 
 
 @njit(**_JIT)
-def _dual_flat(n, sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
-    """The leaky dual on n entries in place (every argument a flat array of n values)."""
-    for k in range(n):
-        M, gap, Cn, Gn = _leaky(sq1[k], is1[k], sq2[k], is2[k], c[k], D[k], C[k], G[k], a2, b2,
-                                angles)
-        c[k] = M
-        D[k] = gap
-        C[k] = Cn
-        G[k] = Gn
-
-
-@njit(**_JIT)
 def _affine(n, sw2, sb2, tr, bc, bD, bC, bG, c, D, C, G, angles):
     """The weight layer's map after its filter sums: c = s_w²·Σc + s_b², D = s_w²·ΣD,
     C = s_w²·ΣC + [trainable]·c, G = s_w²·ΣG + [trainable]·D."""
@@ -459,179 +456,360 @@ BLOCK = 32
 
 
 @njit(**_JIT)
-def _block_means(c, D, C, G, n, out):
-    """out[f, l] = mean over pixels p < n of component f (c, D, C, G) of lane l, each array
-    (pixels, LANES) flattened, summed in blocks of BLOCK pixels."""
+def _layouts(iops, h, w):
+    """How the diagonal mode stores each stage s of a work item: (stages, 7) int64 rows
+    (H, W, top, left, padded height, padded width, circular). A stage read by a convolution is
+    stored padded for it (its zeros written once, never overwritten; CIRCULAR's wrap copied in
+    after each write): pixel (y, x), lane l at ((y + top)·padded width + x + left)·LANES + l.
+    Any other stage is stored plainly (no padding)."""
+    ns = iops.shape[0] + 1
+    lay = np.zeros((ns, 7), np.int64)
+    for s in range(ns):
+        H = h if s == 0 else iops[s - 1, 10]
+        W = w if s == 0 else iops[s - 1, 11]
+        top, left, HP, WP, circ = 0, 0, H, W, 0
+        if s < ns - 1 and iops[s, 0] == _CONV:
+            top, left, circ = iops[s, 5], iops[s, 6], iops[s, 7]
+            HP = max((iops[s, 10] - 1) * iops[s, 3] + iops[s, 1], top + H)
+            WP = max((iops[s, 11] - 1) * iops[s, 4] + iops[s, 2], left + W)
+        lay[s, 0], lay[s, 1], lay[s, 2], lay[s, 3] = H, W, top, left
+        lay[s, 4], lay[s, 5], lay[s, 6] = HP, WP, circ
+    return lay
+
+
+@njit(**_JIT)
+def _clear_border(buf, lay):
+    """Zeros in every component's cells of layout ``lay`` outside the image (the padding),
+    where a buffer held another layout before; the image's cells are all written after."""
     L = LANES
-    part = np.empty(L)
+    H, W, top, left, HP, WP = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5]
     for f in range(4):
-        arr = (c if f == 0 else (D if f == 1 else (C if f == 2 else G)))[:n * L].reshape(n, L)
+        a = buf[f]
+        for yy in range(HP):
+            if top <= yy < top + H:  # the row's left and right padding
+                for e in range(yy * WP * L, (yy * WP + left) * L):
+                    a[e] = 0.0
+                for e in range((yy * WP + left + W) * L, (yy + 1) * WP * L):
+                    a[e] = 0.0
+            else:
+                for e in range(yy * WP * L, (yy + 1) * WP * L):
+                    a[e] = 0.0
+
+
+@njit(**_JIT)
+def _wrap(buf, lay, nc):
+    """CIRCULAR's padding of a stage (layout ``lay``): every cell outside the image a copy of
+    the pixel it wraps to."""
+    L = LANES
+    H, W, top, left, HP, WP = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5]
+    for f in range(nc):
+        a = buf[f]
+        for yy in range(HP):
+            y = (yy - top) % H
+            inside_row = top <= yy < top + H
+            for xx in range(WP):
+                if inside_row and left <= xx < left + W:
+                    continue
+                x = (xx - left) % W
+                src = ((y + top) * WP + x + left) * L
+                dst = (yy * WP + xx) * L
+                for l in range(L):
+                    a[dst + l] = a[src + l]
+
+
+@njit(**_JIT)
+def _diag_capture(out, i, g, n2, upper, slot, buf, lay, part, sums):
+    """The read-out means of a work item's stage (stored as ``lay`` in ``buf``) into
+    out[i, j, slot] (lanes j ≥ i where ``upper``): per component and lane the mean over the
+    pixels p = y·W + x in order, summed in blocks of BLOCK pixels."""
+    L = LANES
+    H, W, top, left, WP = lay[0], lay[1], lay[2], lay[3], lay[5]
+    n = H * W
+    for f in range(4):
+        a = buf[f]
         for l in range(L):
-            out[f, l] = 0.0
+            sums[f, l] = 0.0
+        y, x = 0, 0    # pixel p = y·W + x, in order
         for b0 in range(0, n, BLOCK):
             for l in range(L):
                 part[l] = 0.0
             for p in range(b0, min(n, b0 + BLOCK)):
+                k = ((y + top) * WP + x + left) * L
                 for l in range(L):
-                    part[l] += arr[p, l]
+                    part[l] += a[k + l]
+                x += 1
+                if x == W:
+                    x = 0
+                    y += 1
             for l in range(L):
-                out[f, l] += part[l]
-        for l in range(L):
-            out[f, l] = out[f, l] / n
-
-
-@njit(**_JIT)
-def _diag_capture(out, i, g, n2, upper, slot, c, D, C, G, P, sums):
-    """The read-out means of a work item's current stage into out[i, j, slot] (lanes j)."""
-    L = LANES
-    _block_means(c, D, C, G, P, sums)
+                sums[f, l] += part[l]
     for l in range(L):
         j = g * L + l
         if j < n2 and (j >= i or not upper):
             for f in range(4):
-                out[i, j, slot, f] = sums[f, l]
+                out[i, j, slot, f] = sums[f, l] / n
+
+
+@njit(inline="always", **_JIT)
+def _weights(sc, sD, sC, sG, scale, sb2, tr):
+    """The weight layer's map of a pixel's filter sums Σ (eq. (1)): c = (s_w²/k)·Σc + s_b²,
+    D = (s_w²/k)·ΣD, C = (s_w²/k)·ΣC + [trainable]·c, G = (s_w²/k)·ΣG + [trainable]·D."""
+    cn = scale * sc + sb2
+    dn = scale * sD
+    return cn, dn, scale * sC + tr * cn, scale * sG + tr * dn
+
+
+@njit(inline="always", **_JIT)
+def _taps3(r0, r1, r2, e):
+    """The 3 × 3 filter sum at flat offset e of three padded rows: each column's rows, then
+    the columns (the order of the general path's sums)."""
+    return ((r0[e] + r1[e] + r2[e]) + (r0[e + LANES] + r1[e + LANES] + r2[e + LANES])
+            + (r0[e + 2 * LANES] + r1[e + 2 * LANES] + r2[e + 2 * LANES]))
 
 
 @njit(**_JIT)
-def _affine_sums(n, inv, sw2, sb2, tr, bc, bD, bC, bG, c, D, C, G, angles):
-    """``_affine`` of filter sums divided by the filter size ``inv`` (Σ/k, then the map)."""
-    for k in range(n):
-        cn = sw2 * (bc[k] / inv) + sb2
-        dn = sw2 * (bD[k] / inv)
-        c[k] = cn
-        D[k] = dn
-        C[k] = sw2 * (bC[k] / inv) + tr * cn
-        G[k] = (sw2 * (bG[k] / inv) + tr * dn) if angles else 0.0
+def _taps3_row(src, ib, WPL, RO, act, nc, scale, sb2, tr, s1, i1, s2, i2, a2, b2, dst, ob):
+    """``_conv_row``'s 3 × 3, stride-1 filter sums (the padded rows of ``src`` from flat
+    offset ib), the weight map and, where ``act``, the leaky dual into ``dst`` from flat
+    offset ob (the other arguments as ``_finish_row``'s): without G in one loop; with G, the
+    weight map, then G's, then the dual in place (no loop stores to four arrays, and none
+    branches inside: they vectorise)."""
+    c0, c1, c2 = src[0, ib:ib + WPL], src[0, ib + WPL:ib + 2 * WPL], src[0, ib + 2 * WPL:]
+    d0, d1, d2 = src[1, ib:ib + WPL], src[1, ib + WPL:ib + 2 * WPL], src[1, ib + 2 * WPL:]
+    e0, e1, e2 = src[2, ib:ib + WPL], src[2, ib + WPL:ib + 2 * WPL], src[2, ib + 2 * WPL:]
+    g0, g1, g2 = src[3, ib:ib + WPL], src[3, ib + WPL:ib + 2 * WPL], src[3, ib + 2 * WPL:]
+    dc, dD, dC, dG = dst[0, ob:ob + RO], dst[1, ob:ob + RO], dst[2, ob:ob + RO], dst[3, ob:ob + RO]
+    if act and nc == 3:
+        for e in range(RO):
+            c, D, C, _ = _weights(_taps3(c0, c1, c2, e), _taps3(d0, d1, d2, e),
+                                  _taps3(e0, e1, e2, e), 0.0, scale, sb2, tr)
+            dc[e], dD[e], dC[e], _ = _leaky(s1[e], i1[e], s2[e], i2[e], c, D, C, 0.0, a2, b2)
+        return
+    for e in range(RO):
+        dc[e], dD[e], dC[e], _ = _weights(_taps3(c0, c1, c2, e), _taps3(d0, d1, d2, e),
+                                          _taps3(e0, e1, e2, e), 0.0, scale, sb2, tr)
+    if nc == 4:
+        for e in range(RO):
+            dG[e] = scale * _taps3(g0, g1, g2, e) + tr * dD[e]
+    if act:
+        _act_in_place(dc, dD, dC, dG, s1, i1, s2, i2, a2, b2)
 
 
 @njit(**_JIT)
-def _conv_rows(src, dst, h, w, kh, kw, sh, sw, ph, pw, circ, oh, ow, sw2, sb2, tr, angles, T,
-               O):
-    """One convolution of the diagonal mode, row by row: src (4, h·w·LANES) → dst
-    (4, oh·ow·LANES) (c, D, C, G of a work item), eq. (1) summed over the filter's rows then
-    its columns (the layer maps' sums: the padding's zeros skipped, which adds nothing), then
-    the weight layer's affine map. T (4, w·L), O (4, ow·L): row buffers."""
+def _act_in_place(c, D, C, G, s1, i1, s2, i2, a2, b2):
+    """The leaky dual (``_leaky``) of a row's four components in place (the loop that keeps G:
+    reads and writes at the same offsets, so it vectorises where a copy to a fourth array
+    does not)."""
+    for e in range(c.size):
+        c[e], D[e], C[e], G[e] = _leaky(s1[e], i1[e], s2[e], i2[e], c[e], D[e], C[e], G[e], a2,
+                                        b2)
+
+
+@njit(**_JIT)
+def _conv_row(src, li, dst, lo, y, op, fop, act, s1, i1, s2, i2, a2, b2, nc, T, O):
+    """Output row y of a convolution (``op``: its iops row; ``fop``: its fops row) of a work
+    item's stage in ``src`` (layout ``li``, padded for it) into ``dst`` (layout ``lo``):
+    eq. (1)'s filter sums of the first ``nc`` components, the weight map (``_weights``) and,
+    where ``act``, the leaky dual after it (s1, i1: the row image's √q and 1/√q in every lane,
+    s2, i2: the column images', flat over the row's (x, lane)). A 3 × 3, stride-1 filter
+    runs all of it in one loop (``_taps3_row``); any other sums each column's rows into T,
+    then the columns into O, then ``_finish_row``."""
     L = LANES
-    R = w * L
+    kh, kw, sh, sw = op[1], op[2], op[3], op[4]
+    ow = op[11]
     RO = ow * L
-    nc = 4 if angles else 3
-    inv = float(kh * kw)
-    for y in range(oh):
-        for f in range(nc):
-            t = T[f, :R]
-            first = True
-            for d in range(kh):
-                sy = sh * y + d - ph
-                if circ:
-                    sy = sy % h
-                elif sy < 0 or sy >= h:
-                    continue
-                row = src[f, sy * R:(sy + 1) * R]
-                if first:
-                    t[:] = row
-                    first = False
-                else:
-                    _add(t, row)
-            if first:
-                t[:] = 0.0
-            o = O[f, :RO]
-            o[:] = 0.0
-            for d in range(kw):
-                if sw == 1 and not circ:
-                    shift = d - pw
-                    x0 = max(0, -shift)
-                    x1 = min(ow, w - shift)
-                    if x1 > x0:
-                        _add(o[x0 * L:x1 * L], t[(x0 + shift) * L:(x1 + shift) * L])
-                else:
-                    for x in range(ow):
-                        sx = sw * x + d - pw
-                        if circ:
-                            sx = sx % w
-                        elif sx < 0 or sx >= w:
-                            continue
-                        _add(o[x * L:(x + 1) * L], t[sx * L:(sx + 1) * L])
-        base = y * RO
-        dc, dD = dst[0, base:base + RO], dst[1, base:base + RO]
-        dC, dG = dst[2, base:base + RO], dst[3, base:base + RO]
-        _affine_sums(RO, inv, sw2, sb2, tr, O[0], O[1], O[2], O[3], dc, dD, dC, dG, angles)
+    WPL = li[5] * L
+    scale = fop[0] / (kh * kw)
+    ob = ((y + lo[2]) * lo[5] + lo[3]) * L
+    if kh == 3 and kw == 3 and sh == 1 and sw == 1:
+        _taps3_row(src, y * WPL, WPL, RO, act, nc, scale, fop[1], fop[2], s1, i1, s2, i2, a2,
+                   b2, dst, ob)
+        return
+    for f in range(nc):
+        o = O[f]
+        t = T[f]
+        for d in range(kh):
+            row = src[f, (sh * y + d) * WPL:(sh * y + d + 1) * WPL]
+            if d == 0:
+                for e in range(WPL):
+                    t[e] = row[e]
+            else:
+                for e in range(WPL):
+                    t[e] += row[e]
+        for e in range(RO):
+            o[e] = 0.0
+        for d in range(kw):
+            if sw == 1:
+                td = t[d * L:]
+                for e in range(RO):
+                    o[e] += td[e]
+            else:
+                for x in range(ow):
+                    b = (sw * x + d) * L
+                    for l in range(L):
+                        o[x * L + l] += t[b + l]
+    _finish_row(O, RO, nc, scale, fop[1], fop[2], act, s1, i1, s2, i2, a2, b2, dst, ob)
+
+
+@njit(**_JIT)
+def _finish_row(O, RO, nc, scale, sb2, tr, act, s1, i1, s2, i2, a2, b2, dst, ob):
+    """The weight map (``_weights``) of a row's filter sums O of the first ``nc`` components
+    (G: 4) into ``dst`` from flat offset ``ob``, through the leaky dual (``_leaky``) where
+    ``act``, in loops as ``_taps3_row``'s; G is stored only where summed."""
+    oc, oD, oC, oG = O[0], O[1], O[2], O[3]
+    dc, dD, dC, dG = dst[0, ob:ob + RO], dst[1, ob:ob + RO], dst[2, ob:ob + RO], dst[3, ob:ob + RO]
+    if act and nc == 3:
+        for e in range(RO):
+            c, D, C, _ = _weights(oc[e], oD[e], oC[e], 0.0, scale, sb2, tr)
+            dc[e], dD[e], dC[e], _ = _leaky(s1[e], i1[e], s2[e], i2[e], c, D, C, 0.0, a2, b2)
+        return
+    for e in range(RO):
+        dc[e], dD[e], dC[e], _ = _weights(oc[e], oD[e], oC[e], 0.0, scale, sb2, tr)
+    if nc == 4:
+        for e in range(RO):
+            dG[e] = scale * oG[e] + tr * dD[e]
+    if act:
+        _act_in_place(dc, dD, dC, dG, s1, i1, s2, i2, a2, b2)
+
+
+@njit(**_JIT)
+def _act_row(src, li, dst, lo, y, s1, i1, s2, i2, a2, b2, nc):
+    """Row y of the leaky dual (``_leaky``) of a work item's stage in ``src`` (layout ``li``)
+    into ``dst`` (layout ``lo``); s1, i1, s2, i2 as ``_conv_row``'s; G only where ``nc`` = 4."""
+    L = LANES
+    RO = li[1] * L
+    ib = ((y + li[2]) * li[5] + li[3]) * L
+    ob = ((y + lo[2]) * lo[5] + lo[3]) * L
+    sc, sD, sC, sG = src[0, ib:ib + RO], src[1, ib:ib + RO], src[2, ib:ib + RO], src[3, ib:ib + RO]
+    dc, dD, dC, dG = dst[0, ob:ob + RO], dst[1, ob:ob + RO], dst[2, ob:ob + RO], dst[3, ob:ob + RO]
+    if nc == 4:  # copied, then in place (``_act_in_place``)
+        dc[:] = sc
+        dD[:] = sD
+        dC[:] = sC
+        dG[:] = sG
+        _act_in_place(dc, dD, dC, dG, s1, i1, s2, i2, a2, b2)
+        return
+    for e in range(RO):
+        dc[e], dD[e], dC[e], _ = _leaky(s1[e], i1[e], s2[e], i2[e], sc[e], sD[e], sC[e], 0.0,
+                                        a2, b2)
+
+
+@njit(**_JIT)
+def _input_row(bX, X2, y, w, dst, lo):
+    """Row y of stage 0 of a work item into ``dst`` (layout ``lo``): the input covariances
+    c = x·x′/C and gaps D = ½|x − x′|²/C of every pixel and lane (bX: the row image's channels
+    in every lane, (C, pixels·LANES); X2: the column images', (C, pixels·LANES)); C = G = 0
+    (the input's NTK)."""
+    L = LANES
+    ch = bX.shape[0]
+    RW = w * L
+    b = ((y + lo[2]) * lo[5] + lo[3]) * L
+    cv, dv = dst[0, b:b + RW], dst[1, b:b + RW]
+    Cv, Gv = dst[2, b:b + RW], dst[3, b:b + RW]
+    for e in range(RW):
+        cv[e] = 0.0
+        dv[e] = 0.0
+        Cv[e] = 0.0
+        Gv[e] = 0.0
+    for z in range(ch):
+        u, v = bX[z, y * RW:(y + 1) * RW], X2[z, y * RW:(y + 1) * RW]
+        for e in range(RW):
+            cv[e] += u[e] * v[e]
+            dv[e] += (u[e] - v[e]) * (u[e] - v[e])
+    for e in range(RW):
+        cv[e] = cv[e] / ch
+        dv[e] = 0.5 * dv[e] / ch
 
 
 @njit(parallel=True, **_JIT)
 def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, angles,
                 cap, ncap, threads):
     """The diagonal mode's read-out means for work items (i, g): row image x1[i] against the
-    LANES column images of group g (x2g: (groups, pixels, channels, LANES); S2g, I2g: their √q
-    and 1/√q, (stages, groups, pixels, LANES)). Each component (c, D, C, G) of a work item is
-    an array (pixels, LANES), C-contiguous, indexed by ``range`` variables only (no
-    negative-index handling: the loops vectorise); convolutions run row by row
-    (``_conv_rows``). Returns (n1, n2, ncap, 4): the means of c, D, C, G over
-    the pixels of each captured stage (stage s in slot cap[s] ≥ 0; ``upper``: j ≥ i only)."""
+    LANES column images of group g (x2g: (groups, channels, pixels·LANES); S2g, I2g: their √q
+    and 1/√q, (stages, groups, pixels, LANES)). A work item's stage is, per component (c, D, C,
+    G), one flat array of (pixel, lane) values stored as ``_layouts`` says (padded for the
+    convolution that reads it), so that every filter sum and dual runs over contiguous rows
+    (``_conv_row``, ``_act_row``) and vectorises; an activation right after a convolution is
+    applied in the same pass unless its input stage is read out. Returns (n1, n2, ncap, 4):
+    the means of c, D, C, G over the pixels of each captured stage (stage s in slot
+    cap[s] ≥ 0; ``upper``: j ≥ i only)."""
     L = LANES
     n1, h, w, ch = x1.shape
     P0 = h * w
     nops = iops.shape[0]
     pmax = S1.shape[2]
-    wmax = w
-    for o in range(nops):
-        wmax = max(wmax, iops[o, 9], iops[o, 11])
+    lay = _layouts(iops, h, w)
+    smax, wmax = 1, 1
+    for s in range(nops + 1):
+        smax = max(smax, lay[s, 4] * lay[s, 5] * L)
+        wmax = max(wmax, lay[s, 5] * L)
+    nc = 4 if angles else 3
     K = rows.size
     out = np.zeros((n1, n2, ncap, 4))
     threads = max(1, min(threads, K))
     for thread in prange(threads):  # one set of buffers per thread, items dealt in turn
-        n = pmax * L
-        st = np.zeros((2, 4, n))
-        s1, i1 = np.empty(n), np.empty(n)
-        T, O = np.zeros((4, wmax * L)), np.zeros((4, wmax * L))
-        sums = np.empty((4, L))
+        buf = np.zeros((2, 4, smax))
+        held = np.full(2, -1, np.int64)         # the stage whose layout each buffer holds
+        bS, bI = np.empty((nops + 1, pmax * L)), np.empty((nops + 1, pmax * L))
+        bX = np.empty((ch, P0 * L))
+        T, O = np.zeros((4, wmax)), np.zeros((4, wmax))
+        part, sums = np.empty(L), np.empty((4, L))
+        last = -1
         for k in range(thread, K, threads):
             i, g = rows[k], groups[k]
-            X2 = x2g[g]
-            xi = x1[i].reshape(P0, ch)
-            cur = 0
-            cv = st[0, 0, :P0 * L].reshape(P0, L)
-            dv = st[0, 1, :P0 * L].reshape(P0, L)
-            for p in range(P0):
-                for l in range(L):
-                    cv[p, l] = 0.0
-                    dv[p, l] = 0.0
+            if i != last:  # the row image's channels, √q and 1/√q in every lane
+                last = i
                 for z in range(ch):
-                    u = xi[p, z]
-                    for l in range(L):
-                        v = X2[p, z, l]
-                        cv[p, l] += u * v
-                        dv[p, l] += (u - v) * (u - v)
-                for l in range(L):
-                    cv[p, l] = cv[p, l] / ch
-                    dv[p, l] = 0.5 * dv[p, l] / ch
-            st[0, 2, :] = 0.0
-            st[0, 3, :] = 0.0
-            if cap[0] >= 0:
-                _diag_capture(out, i, g, n2, upper, cap[0], st[0, 0], st[0, 1], st[0, 2],
-                              st[0, 3], P0, sums)
-            for o in range(nops):
-                hin, win, hout, wout = iops[o, 8], iops[o, 9], iops[o, 10], iops[o, 11]
-                P = hout * wout
-                if iops[o, 0] == _CONV:
-                    _conv_rows(st[cur], st[1 - cur], hin, win, iops[o, 1], iops[o, 2],
-                               iops[o, 3], iops[o, 4], iops[o, 5], iops[o, 6], iops[o, 7], hout,
-                               wout, fops[o, 0], fops[o, 1], fops[o, 2], angles, T, O)
-                    cur = 1 - cur
-                else:
-                    r1, r2 = S1[i, o], I1[i, o]
-                    v1 = s1[:P * L].reshape(P, L)
-                    v2 = i1[:P * L].reshape(P, L)
-                    for p in range(P):  # the row image's values in every lane (flat loop)
-                        a, b = r1[p], r2[p]
+                    for p in range(P0):
+                        a = x1[i, p // w, p % w, z]
                         for l in range(L):
-                            v1[p, l] = a
-                            v2[p, l] = b
-                    _dual_flat(P * L, s1, i1, S2g[o, g].reshape(-1), I2g[o, g].reshape(-1),
-                               st[cur, 0], st[cur, 1], st[cur, 2], st[cur, 3], fops[o, 3],
-                               fops[o, 4], angles)
-                if cap[o + 1] >= 0:
-                    _diag_capture(out, i, g, n2, upper, cap[o + 1], st[cur, 0], st[cur, 1],
-                                  st[cur, 2], st[cur, 3], P, sums)
+                            bX[z, p * L + l] = a
+                for o in range(nops):
+                    if iops[o, 0] == _LEAKY:
+                        for p in range(iops[o, 8] * iops[o, 9]):
+                            a, b = S1[i, o, p], I1[i, o, p]
+                            for l in range(L):
+                                bS[o, p * L + l] = a
+                                bI[o, p * L + l] = b
+            cur = 0
+            l0 = lay[0]
+            if held[0] < 0 or not np.array_equal(lay[held[0]], l0):
+                _clear_border(buf[0], l0)
+            held[0] = 0
+            for y in range(h):  # stage 0: the input covariances and gaps
+                _input_row(bX, x2g[g], y, w, buf[0], l0)
+            if l0[6]:
+                _wrap(buf[0], l0, nc)
+            if cap[0] >= 0:
+                _diag_capture(out, i, g, n2, upper, cap[0], buf[0], l0, part, sums)
+            o = 0
+            while o < nops:
+                fused = (iops[o, 0] == _CONV and o + 1 < nops and iops[o + 1, 0] == _LEAKY
+                         and cap[o + 1] < 0)
+                s = o + 2 if fused else o + 1   # the stage this pass writes
+                q = o + 1 if fused else o       # the activation's op, if any
+                nxt = 1 - cur
+                if held[nxt] < 0 or not np.array_equal(lay[held[nxt]], lay[s]):
+                    _clear_border(buf[nxt], lay[s])
+                held[nxt] = s
+                RO = iops[o, 11] * L
+                a2, b2 = fops[q, 3], fops[q, 4]
+                for y in range(iops[o, 10]):
+                    r = y * RO
+                    s2 = S2g[q, g].reshape(-1)[r:r + RO]
+                    i2 = I2g[q, g].reshape(-1)[r:r + RO]
+                    if iops[o, 0] == _CONV:
+                        _conv_row(buf[cur], lay[o], buf[nxt], lay[s], y, iops[o], fops[o], fused,
+                                  bS[q, r:r + RO], bI[q, r:r + RO], s2, i2, a2, b2, nc, T, O)
+                    else:
+                        _act_row(buf[cur], lay[o], buf[nxt], lay[s], y, bS[q, r:r + RO],
+                                 bI[q, r:r + RO], s2, i2, a2, b2, nc)
+                cur = nxt
+                if lay[s, 6]:
+                    _wrap(buf[cur], lay[s], nc)
+                if cap[s] >= 0:
+                    _diag_capture(out, i, g, n2, upper, cap[s], buf[cur], lay[s], part, sums)
+                o = s
     return out
 
 
@@ -640,11 +818,11 @@ def _dual_row(n, sq1, is1, sq2, is2, c, D, C, G, a2, b2, angles):
     """The leaky dual on n entries in place: one row pixel (√q, 1/√q scalars) against n
     column pixels (flat arrays)."""
     for k in range(n):
-        M, gap, Cn, Gn = _leaky(sq1, is1, sq2[k], is2[k], c[k], D[k], C[k], G[k], a2, b2, angles)
+        M, gap, Cn, Gn = _leaky(sq1, is1, sq2[k], is2[k], c[k], D[k], C[k], G[k], a2, b2)
         c[k] = M
         D[k] = gap
         C[k] = Cn
-        G[k] = Gn
+        G[k] = Gn if angles else 0.0
 
 
 @njit(**_JIT)
