@@ -253,21 +253,21 @@ def test_build_model_and_small_initialisation():
 
     from ntkcond.network import resolve_mlp
 
-    base = tt.build_model("mlp", 5, net="relu", depth=1, width=4, init_seed=0)
-    small = tt.build_model("mlp", 5, net=resolve_mlp("relu", where="test"), depth=1, width=4,
+    base = tt.build_model("relu", (5,), depth=1, width=4, init_seed=0)
+    small = tt.build_model(resolve_mlp("relu", where="test"), (5,), depth=1, width=4,
                            init_seed=0, init_scale=0.01)
     for a, b in zip(base.params, small.params):
         assert np.array_equal(np.asarray(b), 0.01 * np.asarray(a)) and b.dtype == np.float64
     assert small.config == {"arch": "mlp", "depth": 1, "width": 4, "activation": "relu",
                             "init_seed": 0, "init_scale": 0.01}
-    biased = tt.build_model("mlp", 5, net=resolve_mlp("tanh", 1.5, 0.1, where="test"), depth=2,
+    biased = tt.build_model(resolve_mlp("tanh", 1.5, 0.1, where="test"), (5,), depth=2,
                             width=4, init_seed=1)
     assert biased.config["w_std"] == 1.5 and biased.config["b_std"] == 0.1
     assert len(jax.tree_util.tree_leaves(biased.params)) == 6  # 3 weights, 3 biases
-    with pytest.raises(ValueError, match="build_model: expected arch 'mlp', got 'cnn'"):
-        tt.build_model("cnn", 5, net="relu", depth=1, width=4, init_seed=0)
+    with pytest.raises(ValueError, match=r"build_model: expected input_shape \(d,\) of rows"):
+        tt.build_model("relu", (4, 4, 1), depth=1, width=4, init_seed=0)
     with pytest.raises(ValueError, match="build_model: activation 'tanh' is not homogeneous"):
-        tt.build_model("mlp", 5, net="tanh", depth=1, width=4, init_seed=0)
+        tt.build_model("tanh", (5,), depth=1, width=4, init_seed=0)
 
 
 def test_float32_training_tracks_the_float64_kernel_of_its_parameters(tmp_path, capsys):
@@ -299,7 +299,7 @@ def test_in_memory_run_is_the_frame_load_reads_back_and_plot_draws_it(tmp_path):
     from ntkcond import datasets, plot
 
     ds = datasets.load("digits")
-    model = tt.build_model("mlp", ds.x.shape[1], net="relu", depth=1, width=8, init_seed=0)
+    model = tt.build_model("relu", ds.x.shape[1:], depth=1, width=8, init_seed=0)
     kw = dict(n=32, steps=6, snapshots=[0, 2, 6], progress=False)
     memory = tt.train_track(ds, model, out=None, **kw)
     assert memory.table_csv is None and memory.figure is None
