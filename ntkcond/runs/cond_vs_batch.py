@@ -225,6 +225,8 @@ examples:
   {command}                                   # digits (d = 64), up to 1797
   {command} --dataset ../shared/data/mnist_test.npz --preset mnist
   {command} --dataset ../shared/data/cifar10_test_jpeg_lossy.npz --preset cifar10
+  {command} --dataset ../shared/data/cifar10_test.npz --preset cifar10 --downsample 4 \\
+      --arch cnn --readout flatten --sizes 64,128,512   # a CNN on 8 x 8 x 3 images
 
 Batches are nested (the first n of one fixed shuffled order). For each n, activation and
 depth: the exact κ_eff of the n × n infinite-width NTK, its numerical rank, and the smallest

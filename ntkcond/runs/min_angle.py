@@ -195,6 +195,8 @@ examples:
   {command}                                  # digits (1797 images), depths 0-10
   {command} --dataset mnist --split test --data-dir ../shared/data
   {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist --downsample 4 --arch cnn \\
+      --readout gap --limit 1000   # a CNN: blocks of image pairs (numpy, float64)
 
 Streams the n(n−1)/2 pairs block by block: memory O(block² + n·d). Writes config.json,
 records.jsonl (one record per activation × depth), result.json (also the input angle and the

@@ -2,7 +2,8 @@
 one block's candidate smallest angles, from row-normalised inputs: the block's
 ``ntkcond.infinite.geometry.block_geometry`` and ``ntkcond.infinite.recursion.recursion``
 (the functions of ``infinite_ntk`` and ``gradient_angles``); this module only cuts blocks
-and reduces them to minima. The sharded JAX engine
+and reduces them to minima; for convolutional nets on images, ``ImageAnglePlan`` takes a
+block's angle terms from ``ntkcond.infinite.engine.sweep_images``. The sharded JAX engine
 (``ntkcond.scale.sharded``) computes the same blocks on devices; ``streaming`` and
 ``conditioning`` drive either one.
 """
