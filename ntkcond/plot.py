@@ -289,7 +289,8 @@ def spectra(arrays: dict, records, path: str | None = None, *, key, title: str =
 def batch_curves(records, path: str | None = None, *, d: int, title: str = "",
                  metadata: dict | None = None):
     """κ_eff, smallest gradient angle and numerical rank against the batch size n (log x), one
-    line per (activation, depth) — a bias-free linear net's once (the same at every depth);
+    line per (activation, depth) — a bias-free fully-connected linear net's once (the same
+    at every depth; a linear CNN's is not);
     the dotted line marks n = d."""
     records = records_of(records)
     plt = pyplot()
@@ -303,7 +304,8 @@ def batch_curves(records, path: str | None = None, *, d: int, title: str = "",
         fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
         seen_linear = False
         for a, L in series:
-            plain_linear = a == "linear" and not any(r.get("b_std") for r in records)
+            plain_linear = a == "linear" and not any(r.get("b_std") or r.get("arch") == "cnn"
+                                                     for r in records)
             if plain_linear and seen_linear:
                 continue
             seen_linear = seen_linear or plain_linear

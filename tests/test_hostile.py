@@ -1012,10 +1012,22 @@ script_error("cond-vs-depth --arch cnn --residual 0.5", "cond_vs_depth", DIG + [
              r"--residual: residual blocks are fully-connected only")
 script_error("cond-vs-depth --readout gap without --arch cnn", "cond_vs_depth", DIG + ["--readout", "gap"],
              r"--readout: applies to --arch cnn, got --arch mlp")
-script_error("cond-vs-batch --arch cnn", "cond_vs_batch", ["--dataset", "digits", "--sizes", "8,16", "--arch", "cnn"],
-             r"--arch: cond-vs-batch takes fully-connected nets only")
-script_error("min-angle --arch cnn", "min_angle", ["--dataset", "digits", "--arch", "cnn"],
-             r"--arch: min-angle takes fully-connected nets only")
+script_error("cond-vs-batch --arch cnn on rows (gaussian)", "cond_vs_batch",
+             G + ["--sizes", "8,16", "--arch", "cnn"], r"expected image data")
+script_error("min-angle --arch cnn --backend jax", "min_angle",
+             ["--dataset", "digits", "--arch", "cnn", "--backend", "jax"],
+             r"--backend: convolutional nets \(--arch cnn\) run on backend numpy only")
+script_error("min-angle --arch cnn --dtype float32", "min_angle",
+             ["--dataset", "digits", "--arch", "cnn", "--dtype", "float32"],
+             r"--dtype: convolutional nets \(--arch cnn\) are computed in float64 only")
+script_error("cond-vs-depth --arch cnn --trainable first", "cond_vs_depth",
+             DIG + ["--arch", "cnn", "--trainable", "first"],
+             r"--trainable: convolutional nets train every layer")
+script_error("train-vs-depth --arch cnn --residual 0.5", "train_vs_depth",
+             ["--dataset", "digits", "--arch", "cnn", "--residual", "0.5"],
+             r"--residual: residual blocks are fully-connected only")
+script_error("train-track --filter 5 without --arch cnn", "train_track",
+             ["--dataset", "digits", "--filter", "5"], r"--filter: applies to --arch cnn, got --arch mlp")
 # ------------------------------------------------------- hangs inside documented ranges (depth)
 # Depth ≤ MAX_DEPTH = 10⁶ is documented; issue 34 measured minutes there. Now the leaky
 # family's angle recursion runs compiled, the other nets stop at their fixed point, and what

@@ -497,3 +497,95 @@ def test_network_flags_of_the_streaming_scripts(tmp_path, capsys, name, argv):
     assert code == 0
     records = [json.loads(line) for line in open(out / "records.jsonl")]
     assert records and all(r["w_std"] == 1.5 and r["b_std"] == 0.1 for r in records)
+
+
+def _stax_cnn(depth, act, readout, width=None, k=3):
+    """The net of ``CNNFamily.network(depth, width)`` written in ``ntkcond.stax`` (the
+    norm-preserving bias-free CNN: s_w² = 2 (ReLU) or 1 (linear) in the convolutions, 1 in
+    the read-out)."""
+    from ntkcond import stax
+
+    conv = stax.Conv(width or 1, (k, k), padding="SAME",
+                     W_std=np.sqrt(2.0) if act == "relu" else 1.0)
+    acts = {"relu": stax.Relu(), "linear": stax.LeakyRelu(1.0)}
+    layers = [conv, acts[act]] * depth
+    out = {"flatten": stax.Flatten(), "gap": stax.GlobalAvgPool()}[readout]
+    return stax.serial(*layers, out, stax.Dense(1))
+
+
+def _kappa_eff(K):
+    """κ_eff = λmax / min{λ > n·eps·λmax} of K by numpy's eigvalsh (``spectrum`` eq. (1))."""
+    w = np.linalg.eigvalsh(0.5 * (K + K.T))
+    return w[-1] / w[w > len(w) * np.finfo(float).eps * w[-1]][0]
+
+
+def _smallest_angle(K):
+    """(degrees, (i, j)) of the smallest angle arccos(K_ij/√(K_ii K_jj)) over i < j."""
+    d = np.sqrt(np.diag(K))
+    phi = np.degrees(np.arccos(np.clip(K / np.outer(d, d), -1, 1)))
+    phi[np.tril_indices(len(K))] = np.inf
+    k = int(np.argmin(phi))
+    return phi.flat[k], divmod(k, len(K))
+
+
+def test_cond_vs_batch_convolutional_nets_from_flags(tmp_path, capsys):
+    """--arch cnn: κ_eff of every nested batch (4 × 4 × 1 block means of digits) is that of
+    the stax stack's NTK by numpy's eigvalsh (1e-8 relative: κ ≲ 1e6 computed by two
+    eigensolvers), the smallest gradient angle that of arccos of the same kernel (1e-6
+    degrees: arccos near its ends); a linear CNN's κ depends on depth, so every depth is
+    kept (no closed form); arch, readout and filter in config.json, every record and the
+    title."""
+    from ntkcond import datasets
+
+    out = tmp_path / "run"
+    argv = ["--dataset", "digits", "--downsample", "2", "--sizes", "8,12", "--depths", "0,2",
+            "--arch", "cnn", "--readout", "gap", "--out", str(out), "--no-progress"]
+    assert load_script("cond_vs_batch").main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "arch = cnn, readout = gap, filter = 3" in printed and "linear L=2" in printed
+    config = json.load(open(out / "config.json"))
+    assert (config["arch"], config["readout"], config["filter"]) == ("cnn", "gap", 3)
+    records = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(records) == 8 and all((r["arch"], r["readout"], r["filter"]) == ("cnn", "gap", 3)
+                                     for r in records)
+    ds = datasets.load("digits", downsample=2)
+    order = np.random.default_rng(0).permutation(len(ds.x))
+    for r in records:
+        x = ds.images[order[:r["n"]]]
+        K = np.asarray(_stax_cnn(r["depth"], r["activation"], "gap").kernel_fn(x, None, "ntk"))
+        assert abs(r["kappa_eff"] / _kappa_eff(K) - 1) < 1e-8, r
+        angle, (i, j) = _smallest_angle(K)
+        assert abs(r["min_grad_angle_deg"] - angle) < 1e-6, r
+        assert r["min_grad_angle_pair"] == [int(order[i]), int(order[j])]
+    linear = {r["depth"]: r["kappa_eff"] for r in records
+              if r["activation"] == "linear" and r["n"] == 12}
+    assert abs(linear[2] / linear[0] - 1) > 1e-3  # not the fully-connected closed form
+    # resumed: nothing recomputed
+    assert load_script("cond_vs_batch").main(argv[:-3] + ["--out", str(out), "--resume",
+                                                          "--no-progress"]) == 0
+    assert len(open(out / "records.jsonl").readlines()) == 8
+
+
+def test_min_angle_convolutional_nets_from_flags(tmp_path, capsys):
+    """--arch cnn: the smallest gradient angle over all pairs of 20 images (4 × 4 × 1),
+    streamed in 8-image blocks, is that of arccos of the stax stack's NTK (1e-6 degrees), at
+    the same pair; --resume of the finished run returns it; the options in config.json and
+    every record."""
+    from ntkcond import datasets
+
+    out = tmp_path / "run"
+    argv = ["--dataset", "digits", "--downsample", "2", "--limit", "20", "--depths", "0,1",
+            "--arch", "cnn", "--block", "8", "--no-progress", "--out", str(out)]
+    assert load_script("min_angle").main(argv) == 0
+    assert "arch = cnn, readout = flatten, filter = 3" in capsys.readouterr().out
+    config = json.load(open(out / "config.json"))
+    assert (config["arch"], config["readout"], config["filter"]) == ("cnn", "flatten", 3)
+    records = [json.loads(line) for line in open(out / "records.jsonl")]
+    assert len(records) == 4 and all(r["arch"] == "cnn" for r in records)
+    x = datasets.load("digits", downsample=2).images[:20]
+    for r in records:
+        K = np.asarray(_stax_cnn(r["depth"], r["activation"], "flatten").kernel_fn(x, None, "ntk"))
+        angle, pair = _smallest_angle(K)
+        assert abs(r["angle_deg"] - angle) < 1e-6 and (r["i"], r["j"]) == pair, r
+    assert load_script("min_angle").main(argv[:-2] + ["--out", str(out), "--resume"]) == 0
+    assert len(open(out / "records.jsonl").readlines()) == 4

@@ -360,3 +360,35 @@ def test_tampered_recursion_checkpoint_is_refused_naming_the_field(tmp_path, dig
     _tamper(path, change)
     with pytest.raises(ValueError, match=f"checkpoint .* is damaged or edited: expected {match}"):
         streaming_smallest_angles(x, **kwargs)
+
+
+def test_convolutional_nets_stream_image_blocks_and_resume_from_a_checkpoint(tmp_path):
+    """CNNFamily nets on NHWC images: the block recursion (3-image blocks, so diagonal and
+    off-diagonal image blocks) gives the smallest angle of every net and depth of one whole
+    kernel (``sweep_images_of``, 1e-12 rad), every target listed in ``fallback``; a run
+    stopped after one block row and resumed from its checkpoint gives the same result."""
+    from ntkcond.infinite.kernels import sweep_images_of
+    from ntkcond.network import resolve_cnns
+
+    x = np.random.default_rng(3).standard_normal((8, 5, 5, 2))
+    nets = resolve_cnns(["relu", "linear"], readout="flatten", filter=3, where="test")
+    whole = streaming_smallest_angles(x, depths=[0, 2], activations=nets, block=3)
+    assert whole.method == "recursion" and len(whole.fallback) == 4
+    for net in nets:
+        for item in sweep_images_of(x, net, [0, 2]):
+            phi = item.angles.copy()
+            phi[np.tril_indices(8)] = np.inf
+            k = int(np.argmin(phi))
+            got = next(r for r in whole.results
+                       if (r.activation, r.depth) == (net.name, item.depth))
+            assert abs(got.angle - phi.flat[k]) < 1e-12 and got.pair == divmod(k, 8)
+    path = str(tmp_path / "ckpt.json")
+    part = streaming_smallest_angles(x, depths=[0, 2], activations=nets, block=3,
+                                     checkpoint=path, max_row_blocks=1)
+    assert part.resumed_from_row_block == 0
+    rest = streaming_smallest_angles(x, depths=[0, 2], activations=nets, block=3,
+                                     checkpoint=path)
+    assert rest.resumed_from_row_block == 1 and rest.results == whole.results
+    with pytest.raises(ValueError, match="streaming_smallest_angles: convolutional nets run on "
+                                         "backend 'numpy' only"):
+        streaming_smallest_angles(x, depths=[1], activations=nets, backend="jax")

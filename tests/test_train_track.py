@@ -253,21 +253,21 @@ def test_build_model_and_small_initialisation():
 
     from ntkcond.network import resolve_mlp
 
-    base = tt.build_model("mlp", 5, net="relu", depth=1, width=4, init_seed=0)
-    small = tt.build_model("mlp", 5, net=resolve_mlp("relu", where="test"), depth=1, width=4,
+    base = tt.build_model("relu", (5,), depth=1, width=4, init_seed=0)
+    small = tt.build_model(resolve_mlp("relu", where="test"), (5,), depth=1, width=4,
                            init_seed=0, init_scale=0.01)
     for a, b in zip(base.params, small.params):
         assert np.array_equal(np.asarray(b), 0.01 * np.asarray(a)) and b.dtype == np.float64
     assert small.config == {"arch": "mlp", "depth": 1, "width": 4, "activation": "relu",
                             "init_seed": 0, "init_scale": 0.01}
-    biased = tt.build_model("mlp", 5, net=resolve_mlp("tanh", 1.5, 0.1, where="test"), depth=2,
+    biased = tt.build_model(resolve_mlp("tanh", 1.5, 0.1, where="test"), (5,), depth=2,
                             width=4, init_seed=1)
     assert biased.config["w_std"] == 1.5 and biased.config["b_std"] == 0.1
     assert len(jax.tree_util.tree_leaves(biased.params)) == 6  # 3 weights, 3 biases
-    with pytest.raises(ValueError, match="build_model: expected arch 'mlp', got 'cnn'"):
-        tt.build_model("cnn", 5, net="relu", depth=1, width=4, init_seed=0)
+    with pytest.raises(ValueError, match=r"build_model: expected input_shape \(d,\) of rows"):
+        tt.build_model("relu", (4, 4, 1), depth=1, width=4, init_seed=0)
     with pytest.raises(ValueError, match="build_model: activation 'tanh' is not homogeneous"):
-        tt.build_model("mlp", 5, net="tanh", depth=1, width=4, init_seed=0)
+        tt.build_model("tanh", (5,), depth=1, width=4, init_seed=0)
 
 
 def test_float32_training_tracks_the_float64_kernel_of_its_parameters(tmp_path, capsys):
@@ -299,7 +299,7 @@ def test_in_memory_run_is_the_frame_load_reads_back_and_plot_draws_it(tmp_path):
     from ntkcond import datasets, plot
 
     ds = datasets.load("digits")
-    model = tt.build_model("mlp", ds.x.shape[1], net="relu", depth=1, width=8, init_seed=0)
+    model = tt.build_model("relu", ds.x.shape[1:], depth=1, width=8, init_seed=0)
     kw = dict(n=32, steps=6, snapshots=[0, 2, 6], progress=False)
     memory = tt.train_track(ds, model, out=None, **kw)
     assert memory.table_csv is None and memory.figure is None
@@ -320,3 +320,47 @@ def test_in_memory_run_is_the_frame_load_reads_back_and_plot_draws_it(tmp_path):
     assert [ax.get_ylabel() for ax in fig.axes] == list(tt.PANELS.values())
     assert fig.axes[1].get_yscale() == "log" and fig.axes[0].get_xscale() == "symlog"
     plot.pyplot().close(fig)
+
+
+def test_convolutional_net_from_flags(tmp_path, capsys):
+    """--arch cnn: the finite CNN of CNNFamily.network(depth, width) on the NHWC images (4 × 4
+    × 1 block means of digits); the step-0 snapshot's λmax and κ_eff are those of the jacrev
+    NTK of the same net at initialisation (the stax stack with the weights of
+    PRNGKey(--init-seed); 1e-9 relative); config.json's model has arch, readout and filter;
+    the title says what ran; it trains; --resume recomputes nothing."""
+    import jax
+    import jax.numpy as jnp
+
+    import ntkcond
+    from ntkcond import datasets, stax
+    from ntkcond._core.x64 import x64
+
+    out = tmp_path / "run"
+    argv = ["--dataset", "digits", "--downsample", "2", "--train", "12", "--probe", "10",
+            "--arch", "cnn", "--readout", "gap", "--width", "6", "--depths", "1",
+            "--steps", "5", "--at", "2", "--lr", "0.5", "--no-progress", "--out", str(out)]
+    assert tt.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "cnn L=1 C=6 relu readout=gap filter=3" in printed
+    model = json.loads((out / "config.json").read_text())["model"]
+    assert (model["arch"], model["readout"], model["filter"], model["width"]) == ("cnn", "gap", 3, 6)
+    recs = records(out)
+    assert [r["step"] for r in recs] == [0, 2, 5] and recs[-1]["loss"] < recs[0]["loss"]
+    ds = datasets.load("digits", downsample=2)
+    x = ds.images[datasets.batches(ds, 12, seed=0, max_batches=1)[0]][:10]
+    init_fn, apply_fn, _ = stax.serial(stax.Conv(6, (3, 3), padding="SAME", W_std=np.sqrt(2.0)),
+                                       stax.Relu(), stax.GlobalAvgPool(), stax.Dense(1))
+    params = init_fn(jax.random.PRNGKey(0), x.shape)[1]
+    with x64():
+        params = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params)
+        J = jax.jacrev(lambda p: apply_fn(p, jnp.asarray(x)).reshape(-1))(params)
+        J = jnp.concatenate([j.reshape(len(x), -1) for j in jax.tree_util.tree_leaves(J)], 1)
+        K = np.asarray(J @ J.T)
+    assert abs(recs[0]["lambda_max"] / np.linalg.eigvalsh(K)[-1] - 1) < 1e-9
+    assert abs(recs[0]["kappa_eff"] / ntkcond.effective_condition_number(K) - 1) < 1e-9
+    assert tt.main(argv[:-2] + ["--out", str(out), "--resume"]) == 0
+    assert "0 snapshots computed, 3 resumed" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"build_model: expected input_shape \(H, W, C\)"):
+        from ntkcond.network import resolve_cnn
+
+        tt.build_model(resolve_cnn("relu", where="test"), (16,), depth=1, width=4, init_seed=0)

@@ -292,22 +292,23 @@ def _evaluate_images(network, x1, x2, nngp, ntk, angles, where, memory_limit):
     return Evaluated(out.get("nngp"), out.get("ntk"), out.get("R"), out.get("Z"))
 
 
-def sweep_images(x, family, depths, *, nngp: bool = False, angles: bool = True,
+def sweep_images(x, family, depths, *, x2=None, nngp: bool = False, angles: bool = True,
                  where: str = "the sweep"):
-    """(L, ``Evaluated`` of ``family.network(L)`` on images x (n, H, W, C), x2 = x) for the
-    depths (ascending, checked): one pass of the compiled route over the deepest net's chain
-    with the read-out taken after every depth's last activation (stage 2L: each depth's
-    kernel is its own net's, as ``evaluate_images`` computes it), else (nets it does not take)
-    ``evaluate_images`` per depth."""
-    x, _ = image_pair(x, None, where)
+    """(L, ``Evaluated`` of ``family.network(L)`` on images x (n1, H, W, C) and x2 (n2, H, W,
+    C); x2 None: x itself, the kernel exactly symmetric) for the depths (ascending, checked):
+    one pass of the compiled route over the deepest net's chain with the read-out taken after
+    every depth's last activation (stage 2L: each depth's kernel is its own net's, as
+    ``evaluate_images`` computes it), else (nets it does not take) ``evaluate_images`` per
+    depth."""
+    x, x2 = image_pair(x, x2, where)
     top = family.network(max(depths))
-    out = _conv_chain_route(top, x, None, nngp, True, angles, where,
+    out = _conv_chain_route(top, x, x2, nngp, True, angles, where,
                             stages=[2 * L for L in depths])
     if out is not None:
         yield from zip(depths, out)
         return
     for L in depths:
-        yield L, _evaluate_images(family.network(L), x, None, nngp, True, angles, where, None)
+        yield L, _evaluate_images(family.network(L), x, x2, nngp, True, angles, where, None)
 
 
 #: Bytes of read-out sums one block of rows of the compiled route may hold (the rows of a

@@ -10,8 +10,7 @@ prog=None)`` beside its library call; ``parser(prog, doc)`` (defaults shown in `
 counts and tolerances);
 ``add_network_arguments`` (``--depths``, ``--activations``, ``--w-std``, ``--b-std``,
 ``--residual``, ``--arch``, ``--readout``, ``--filter`` and, where asked, ``--trainable``: the
-nets) with ``nets_from_args`` (the network objects, built once here) and
-``fully_connected_only`` (the commands written for rows); ``activation_name`` and
+nets) with ``nets_from_args`` (the network objects, built once here); ``activation_name`` and
 ``target_name`` (the argparse types of ``--activations`` and ``--target``);
 ``run_main``, which turns any error into one line on stderr: exit 2 for bad input and OS
 errors, 130 for Ctrl-C, never a traceback, and acts on the process flags of
@@ -275,7 +274,10 @@ def add_network_arguments(p: argparse.ArgumentParser, *, depths: str = "0-10",
                    help="--arch cnn: filter size k (k x k)")
     if trainable:
         g.add_argument("--trainable", default="all", choices=["all", "first", "last"],
-                       help="which weights are trained: all layers, W1 only, or the read-out only")
+                       help="which weights are trained: all layers, W1 only, or the read-out "
+                            "only (--arch cnn: all)")
+    else:  # every layer trained: the nets of commands without the flag
+        p.set_defaults(trainable="all")
 
 
 def nets_from_args(args) -> list:
@@ -290,6 +292,9 @@ def nets_from_args(args) -> list:
         if args.residual is not None:
             raise ValueError("--residual: residual blocks are fully-connected only, got "
                              f"--residual {args.residual:g} with --arch cnn")
+        if args.trainable != "all":
+            raise ValueError("--trainable: convolutional nets train every layer (--trainable "
+                             f"all), got --trainable {args.trainable} with --arch cnn")
         return resolve_cnns(args.activations, args.w_std, args.b_std, readout=args.readout,
                             filter=args.filter, where="--activations", names=FLAGS)
     given = [flag for flag, value, default in (("--readout", args.readout, "flatten"),
@@ -299,16 +304,6 @@ def nets_from_args(args) -> list:
         raise ValueError(f"{given[0]}: applies to --arch cnn, got --arch mlp")
     return resolve_mlps(args.activations, args.w_std, args.b_std, args.residual,
                         where="--activations", names=FLAGS)
-
-
-def fully_connected_only(nets, command: str) -> list:
-    """``nets`` if they are fully-connected, else a ValueError naming --arch: the commands
-    whose measurements are written for rows (closed forms of linear nets, pair sweeps over
-    a data set, training) take ``--arch mlp`` only."""
-    if any(net.takes_images for net in nets):
-        raise ValueError(f"--arch: {command} takes fully-connected nets only (--arch mlp); "
-                         "cond-vs-depth takes convolutional ones, got --arch cnn")
-    return nets
 
 
 def parse_sizes(text: str) -> list[int]:

@@ -22,19 +22,19 @@ import numpy as np
 from .. import datasets, plot
 from .._core.checks import as_count, as_int
 from .._core.progress import progress_bar
-from ..network import resolve_mlps
+from ..network import MLPFamily, resolve_mlps
 from ..scale.conditioning import exact_conditioning
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
-                  command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
-                  parse_depths, parse_sizes, run_main)
+                  command_parser, int_at_least, load_data, nets_from_args, parse_depths,
+                  parse_sizes, run_main)
 from .depth import check_nonzero_rows, check_spectrum_fields
 from .frames import RunResult
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
-from .tables import text_table, write_csv
+from .tables import net_title, text_table, write_csv
 
 __all__ = ["BatchSweep", "cond_vs_batch", "default_sizes", "format_table", "main"]
 
@@ -81,12 +81,15 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str | None, sizes=None, max_n: i
       seed: the shuffling seed of the nested order; resume, overwrite: ``runs.rundir``.
       w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
         go into config.json and every record. ``activations`` may be the nets themselves
-        (``MLPFamily``).
+        (``MLPFamily``, or ``CNNFamily``: convolutional nets on the images of ``ds``, NHWC,
+        their options — arch, readout, filter — in config.json and every record).
     """
     where = "cond_vs_batch"
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
     acts = resolve_mlps(activations, w_std, b_std, residual, where=where)
     opts = acts[0].options()
+    # the batches as the nets take them: rows, or NHWC images for convolutional nets
+    data = ds.images if acts[0].takes_images else ds.x
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
     if sizes is not None:
@@ -115,14 +118,15 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str | None, sizes=None, max_n: i
                                            not in run.done for L in depths)]
             if not todo:
                 continue
-            x = ds.x[order[:n]]
+            x = data[order[:n]]
             smallest = (streaming_smallest_angles(x, depths=depths, activations=todo, block=block)
                         if angles else None)
             for act in todo:
                 t0 = time.perf_counter()
-                # Linear bias-free net: κ is the same at every depth (K = c_L·XXᵀ/d); one
-                # kernel serves all (not with biases: K = a_L·XXᵀ/d + b_L·11ᵀ).
-                same = act.is_linear and act.plain
+                # Linear bias-free fully-connected net: κ is the same at every depth
+                # (K = c_L·XXᵀ/d); one kernel serves all (not with biases: K = a_L·XXᵀ/d +
+                # b_L·11ᵀ; not a linear CNN, whose filters mix pixels at every layer).
+                same = isinstance(act, MLPFamily) and act.is_linear and act.plain
                 conds = exact_conditioning(x, depths=depths[:1] if same else depths,
                                            activation=act, block=block)
                 seconds = time.perf_counter() - t0
@@ -145,7 +149,7 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str | None, sizes=None, max_n: i
                         run.append(rec)
         records = sorted(run.records, key=lambda r: (r["n"], config["activations"].index(r["activation"]), r["depth"]))
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
-        title = f"{name} ({ds.split}), d = {d}, nested batches, infinite width"
+        title = f"{name} ({ds.split}), d = {d}, nested batches, infinite width{net_title(opts)}"
         table_csv, figure = run.file("table.csv"), run.file("figure.png")
         if run.path is not None:
             share.on_root(lambda: (write_csv(table_csv, records, CSV_FIELDS),
@@ -182,17 +186,22 @@ def record_validator(config: dict, n_all: int) -> callable:
 
 
 def _series(records):
-    """(activation, depth) pairs to show: every ReLU depth, linear once (any depth)."""
+    """(activation, depth) pairs to show: every depth, and a bias-free fully-connected linear
+    net once (any depth: its κ does not depend on depth; a linear CNN's, or a net's with
+    biases, does)."""
     first = min(r["depth"] for r in records)
+    collapse = not any(r.get("b_std") or r.get("arch") == "cnn" for r in records)
     return [k for k in dict.fromkeys((r["activation"], r["depth"]) for r in records)
-            if not (k[0] == "linear" and k[1] != first)]
+            if not (collapse and k[0] == "linear" and k[1] != first)]
 
 
 def format_table(records) -> str:
     """One line per n: κ_eff ('*' at the precision limit), rank and smallest angle (degrees)
-    per (activation, depth); linear once, as its κ does not depend on depth."""
+    per (activation, depth); a bias-free fully-connected linear net once, as its κ does not
+    depend on depth."""
     keys = _series(records)
-    header = ["n"] + [f"{'linear' if a == 'linear' else f'{a} L={L}'}: {h}" for a, L in keys
+    once = {a for a, _ in keys if sum(b == a for b, _ in keys) == 1 and a == "linear"}
+    header = ["n"] + [f"{a if a in once else f'{a} L={L}'}: {h}" for a, L in keys
                       for h in ("kappa_eff", "rank", "angle°")]
     index = {(r["n"], r["activation"], r["depth"]): r for r in records}
     body = []
@@ -216,6 +225,8 @@ examples:
   {command}                                   # digits (d = 64), up to 1797
   {command} --dataset ../shared/data/mnist_test.npz --preset mnist
   {command} --dataset ../shared/data/cifar10_test_jpeg_lossy.npz --preset cifar10
+  {command} --dataset ../shared/data/cifar10_test.npz --preset cifar10 --downsample 4 \\
+      --arch cnn --readout flatten --sizes 64,128,512   # a CNN on 8 x 8 x 3 images
 
 Batches are nested (the first n of one fixed shuffled order). For each n, activation and
 depth: the exact κ_eff of the n × n infinite-width NTK, its numerical rank, and the smallest
@@ -242,7 +253,7 @@ def build_parser(prog: str | None = None):
 
 
 def _run_command(args):
-    nets = fully_connected_only(nets_from_args(args), 'cond-vs-batch')
+    nets = nets_from_args(args)
     depths = parse_depths(args.depths)
     ds = load_data(args)
     sizes = None if args.sizes is None else parse_sizes(args.sizes)

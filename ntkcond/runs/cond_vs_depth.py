@@ -45,7 +45,7 @@ from .frames import RunResult
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
-from .tables import text_table, write_csv
+from .tables import net_title, text_table, write_csv
 
 __all__ = ["DepthSweep", "cond_vs_depth", "summarize", "format_table", "spectrum_key",
            "pack_spectra", "net_title", "main"]
@@ -289,13 +289,6 @@ def record_validator(config: dict, batch_sizes) -> callable:
             raise ValueError(f"expected min_grad_angle_pair of two distinct rows, got {[i, j]}")
 
     return validate
-
-
-def net_title(opts: dict) -> str:
-    """', w_std = 1.5, b_std = 0.1, residual = 0.5' of the options set ('' for the default net;
-    a convolutional net's: ', arch = cnn, readout = gap, filter = 3')."""
-    return "".join(f", {k} = {v:g}" if isinstance(v, float) else f", {k} = {v}"
-                   for k, v in opts.items())
 
 
 def grid_calls(todo) -> list[tuple]:

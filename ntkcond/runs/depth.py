@@ -46,7 +46,7 @@ EPS64 = float(np.finfo(np.float64).eps)
 __all__ = ["RECORD_KEYS", "NET_KEYS", "spectrum_record", "scaled_record",
            "check_spectrum_fields", "check_nonzero_rows",
            "iter_infinite_batch", "iter_finite_batch", "measure_infinite_batch",
-           "measure_finite_batch", "finite_net"]
+           "measure_finite_batch", "finite_net", "finite_ntk", "cnn_params"]
 
 RECORD_KEYS = (
     "dataset",
@@ -312,9 +312,7 @@ def iter_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="a
             net = finite_net(family, depth, width)
             opts = family.options()
             if family.takes_images:  # the CNN's layer stack: weights from the seed's key
-                import jax
-
-                params = net.init(jax.random.PRNGKey(seed), x.shape)[1]
+                params = cnn_params(net, seed, x.shape)
             elif isinstance(net, GeneralMLP):  # weights and biases drawn once per (seed, depth)
                 key = (seed, depth, width)
                 if key not in general:
@@ -329,7 +327,7 @@ def iter_finite_batch(x, index, *, depths, nets, width: int, seeds, trainable="a
 
             def work():
                 start = time.perf_counter()
-                K, kernel = (_cnn_kernel(x, net, params, where) if family.takes_images
+                K, kernel = (_cnn_kernel(x, family, net, params, where) if family.takes_images
                              else _finite_kernel(batch, net, params, trainable, where))
                 _check_alive(K, index, family.act, width, seed, depth, meta)
                 rec = dict(meta)
@@ -384,18 +382,40 @@ def finite_net(family: NetFamily, depth: int, width: int):
     return mlp(depth, width, family.act, **family.options())
 
 
-def _cnn_kernel(x, net, params, where) -> tuple[np.ndarray, ScaledKernel]:
-    """(K, its ``ScaledKernel``) of a finite convolutional net: the exact empirical NTK
-    (``ntkcond.empirical_ntk_fn`` of its ``apply``, float64), symmetrised once."""
+def cnn_params(net, seed: int, shape):
+    """The weights of the finite convolutional net ``net`` (``finite_net`` of a
+    ``CNNFamily``) for inputs of ``shape`` (n, H, W, C): ``net.init(PRNGKey(seed), shape)``'s
+    N(0, 1) draws (jax's default float, as every command draws them: the same seed is the
+    same net in cond-vs-depth, train-vs-depth and train-track), as float64 jax arrays."""
     import jax
     import jax.numpy as jnp
 
+    params = net.init(jax.random.PRNGKey(seed), tuple(shape))[1]
+    with x64():
+        return jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params)
+
+
+def finite_ntk(family: NetFamily, net, params, x) -> np.ndarray:
+    """The exact float64 empirical NTK (n, n) of the finite net ``net`` of ``family``
+    (``finite_net``) with ``params`` on ``x``: ``ntkcond.empirical_ntk`` (its structured
+    route) for the fully-connected nets; for a convolutional one (NHWC x)
+    ``ntkcond.empirical_ntk_fn`` of its ``apply`` (Σ_p ∂f/∂θ_p ∂f/∂θ_p over every layer)."""
+    import jax.numpy as jnp
+
+    from ..finite.empirical import empirical_ntk
     from ..finite.generic import empirical_ntk_fn
 
     with x64():
-        params = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), params)
-        K = np.asarray(empirical_ntk_fn(net.apply)(params, jnp.asarray(x, jnp.float64)),
-                       np.float64)
+        xj = jnp.asarray(x, jnp.float64)
+        K = (empirical_ntk_fn(net.apply)(params, xj) if family.takes_images
+             else empirical_ntk(net, params, xj))
+        return np.asarray(K, np.float64)
+
+
+def _cnn_kernel(x, family, net, params, where) -> tuple[np.ndarray, ScaledKernel]:
+    """(K, its ``ScaledKernel``) of a finite convolutional net: ``finite_ntk``, symmetrised
+    once."""
+    K = finite_ntk(family, net, params, x)
     return K, scale_trusted(K, where, symmetrise=True)
 
 

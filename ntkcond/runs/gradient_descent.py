@@ -36,7 +36,8 @@ class GDRun:
       steps: first t with loss_t ≤ rel_target·loss_0, or None (not within ``max_steps``).
       losses: (T + 1,) float64 loss_t, eq. (1), for t = 0 … T (T = steps, or max_steps).
       steps_run: gradient steps computed (T up to the end of its chunk, ≥ T).
-      params: float64 weights after ``steps_run`` steps.
+      params: float64 weights after ``steps_run`` steps (NumPy arrays, the pytree of the
+        params given).
       diverged: the loss became NaN or ∞ (training stopped there; steps None).
       seconds: wall time of the training loop, compilation included.
     """
@@ -75,7 +76,7 @@ def _runner(net, d: int, length: int, collapsed: bool):
     apply = _linear_apply(net, d) if collapsed else net.apply
 
     def loss(params, x, y):
-        r = apply(params, x) - y
+        r = jnp.reshape(apply(params, x), (-1,)) - y  # (n,) or (n, 1) outputs
         return 0.5 * jnp.sum(r * r)
 
     grad = jax.value_and_grad(loss)
@@ -83,7 +84,7 @@ def _runner(net, d: int, length: int, collapsed: bool):
     def run(params, x, y, lr):
         def step(ps, _):
             value, g = grad(ps, x, y)
-            return [w - lr * gw for w, gw in zip(ps, g)], value
+            return jax.tree_util.tree_map(lambda w, gw: w - lr * gw, ps, g), value
 
         params, values = jax.lax.scan(step, params, None, length=length)
         return params, values, loss(params, x, y)
@@ -97,8 +98,11 @@ def train_to_loss(net, params, x, y, *, lr: float, rel_target: float, max_steps:
     float64, until L ≤ rel_target·L(θ₀) or ``max_steps`` steps.
 
     Args:
-      net: an ``ntkcond.MLP``; params: its weights (``net.init``), cast to float64.
-      x: (n, d) inputs; y: (n,) targets.
+      net: an ``ntkcond.MLP`` (or ``GeneralMLP``), or the layer stack of a finite
+        convolutional net (``ntkcond.network.CNNFamily.network``: ``apply`` on NHWC
+        images, outputs (n, 1)); params: its weights (``net.init``; any pytree of arrays),
+        cast to float64.
+      x: (n, d) inputs, or (n, H, W, C) images for a convolutional net; y: (n,) targets.
       lr: η > 0 (in the inverse units of the NTK: η = 1/λmax(Θ₀) is the linearised optimum's
         scale); rel_target: ε > 0; max_steps: cap T_max ≥ 1.
       chunk: steps per jitted ``lax.scan``; the loop stops after the chunk that meets ε.
@@ -108,7 +112,10 @@ def train_to_loss(net, params, x, y, *, lr: float, rel_target: float, max_steps:
     Returns:
       ``GDRun``.
     """
+    import jax
     import jax.numpy as jnp
+
+    from ..finite.models import MLP
 
     where = "train_to_loss"
     lr = positive(lr, "lr", where)
@@ -117,13 +124,15 @@ def train_to_loss(net, params, x, y, *, lr: float, rel_target: float, max_steps:
     chunk = as_int(chunk, "chunk", where, 1)
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    if x.ndim != 2 or y.shape != (x.shape[0],):
-        raise ValueError(f"{where}: expected x (n, d) and y (n,), got shapes {x.shape} and {y.shape}")
+    if x.ndim < 2 or y.shape != (x.shape[0],):
+        raise ValueError(f"{where}: expected x (n, d) or (n, H, W, C) and y (n,), got shapes "
+                         f"{x.shape} and {y.shape}")
     start = time.perf_counter()
-    collapsed = bool(collapsed_linear and net.activation.is_linear)
+    collapsed = bool(collapsed_linear and isinstance(net, MLP) and net.activation.is_linear)
     losses, steps, end, t0 = [], None, None, 0  # losses: loss_0 … loss_t0
     with x64():
-        ps = [jnp.asarray(np.asarray(w, dtype=np.float64)) for w in params]
+        ps = jax.tree_util.tree_map(lambda w: jnp.asarray(np.asarray(w, dtype=np.float64)),
+                                    params)
         xj, yj, lrj = jnp.asarray(x), jnp.asarray(y), jnp.asarray(lr, jnp.float64)
         while t0 < max_steps and end is None:
             length = min(chunk, max_steps - t0)
@@ -136,7 +145,7 @@ def train_to_loss(net, params, x, y, *, lr: float, rel_target: float, max_steps:
                 end = t0 + int(hit[0])
                 steps = end if np.isfinite(values[hit[0]]) else None
             t0 += length
-        final = [np.asarray(w, np.float64) for w in ps]
+        final = jax.tree_util.tree_map(lambda w: np.asarray(w, np.float64), ps)
     diverged = end is not None and steps is None
     end = max_steps if end is None else end
     return GDRun(steps=steps, losses=np.asarray(losses[:end + 1], np.float64), steps_run=t0,

@@ -18,17 +18,17 @@ import os
 
 from .. import datasets
 from .._core.io import atomic_write
-from ..network import resolve_mlps
+from ..network import NET_KEYS, resolve_mlps
 from ..scale.streaming import streaming_smallest_angles
 from ..scale.processes import current_share
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, command_parser,
-                  fully_connected_only, int_at_least, load_data, nets_from_args, parse_depths,
-                  positive_int, run_main)
+                  int_at_least, load_data, nets_from_args, parse_depths, positive_int,
+                  run_main)
 from .frames import RunResult
 from .launcher import add_process_arguments
 from .rundir import check_record_fields, data_fingerprint
 from .shared_run import shared_run
-from .tables import text_table, write_csv
+from .tables import net_title, text_table, write_csv
 
 __all__ = ["MinAngleRun", "min_angle", "format_table", "main"]
 
@@ -67,7 +67,9 @@ def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activa
       resume, overwrite: the run-directory policy (``runs.rundir``).
       w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
         go into config.json and every record. ``activations`` may be the nets themselves
-        (``MLPFamily``).
+        (``MLPFamily``, or ``CNNFamily``: convolutional nets on the images of ``ds``, NHWC, by
+        the recursion over all pairs of images, numpy and float64 only; their options —
+        arch, readout, filter — in config.json and every record).
     """
     where = "min_angle"
     depths = sorted(set(depths))
@@ -79,6 +81,8 @@ def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activa
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
             raise ValueError(f"{where}: expected --limit 2 <= N <= {len(x)} ({ds.name}), got {limit!r}")
         x = x[:limit]
+    # the data as the nets take them: rows, or NHWC images for convolutional nets
+    data = ds.images[:len(x)] if nets[0].takes_images else x
     config = {"dataset": ds.name, "split": ds.split, "n": int(x.shape[0]), "d": int(x.shape[1]),
               "depths": depths, "activations": acts, "width": "inf", "trainable": trainable,
               "block": block, "backend": backend, "devices": devices, "dtype": dtype,
@@ -107,7 +111,7 @@ def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activa
         if finished is not None:
             return MinAngleRun(**finished)
         res = streaming_smallest_angles(
-            x, depths=depths, activations=nets, trainable=trainable, block=block, backend=backend,
+            data, depths=depths, activations=nets, trainable=trainable, block=block, backend=backend,
             devices=devices, dtype=dtype, workers=workers, checkpoint=checkpoint,
             progress=progress and share.is_root)
 
@@ -191,6 +195,8 @@ examples:
   {command}                                  # digits (1797 images), depths 0-10
   {command} --dataset mnist --split test --data-dir ../shared/data
   {command} --dataset ../shared/data/mnist_test.npz --preset mnist
+  {command} --dataset ../shared/data/mnist_test.npz --preset mnist --downsample 4 --arch cnn \\
+      --readout gap --limit 1000   # a CNN: blocks of image pairs (numpy, float64)
 
 Streams the n(n−1)/2 pairs block by block: memory O(block² + n·d). Writes config.json,
 records.jsonl (one record per activation × depth), result.json (also the input angle and the
@@ -223,7 +229,13 @@ def build_parser(prog: str | None = None):
 def _run_command(args):
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers: expected an integer >= 1, got {args.workers}")
-    nets = fully_connected_only(nets_from_args(args), 'min-angle')
+    nets = nets_from_args(args)
+    if nets[0].takes_images and args.backend == "jax":
+        raise ValueError("--backend: convolutional nets (--arch cnn) run on backend numpy only, "
+                         "got --backend jax")
+    if nets[0].takes_images and args.dtype != "float64":
+        raise ValueError(f"--dtype: convolutional nets (--arch cnn) are computed in float64 "
+                         f"only, got --dtype {args.dtype}")
     depths = parse_depths(args.depths)
     ds = load_data(args)
     res = min_angle(ds, out=args.out, depths=depths, activations=nets,
@@ -232,9 +244,10 @@ def _run_command(args):
                     workers=args.workers, resume=args.resume, overwrite=args.overwrite,
                     progress=not args.no_progress)
     r, c = res.result, res.result["config"]
+    opts = {k: c[k] for k in NET_KEYS if k in c}
     print(f"{os.path.basename(c['dataset'])} ({c['split']}), n = {c['n']}, {r['pairs']} pairs, "
-          f"infinite width, trainable = {c['trainable']}, {c['backend']} x{c['devices']}, "
-          f"{r['seconds']:.1f} s")
+          f"infinite width, trainable = {c['trainable']}{net_title(opts)}, {c['backend']} "
+          f"x{c['devices']}, {r['seconds']:.1f} s")
     print(f"smallest input angle: {math.degrees(r['input_angle_rad']):.6g} deg, pair {tuple(r['input_pair'])}")
     print(format_table(r))
     print(f"result: {os.path.abspath(res.result_json)}")

@@ -10,7 +10,7 @@ import io
 
 from .._core.io import atomic_write
 
-__all__ = ["csv_text", "write_csv", "text_table"]
+__all__ = ["csv_text", "write_csv", "text_table", "net_title"]
 
 
 def csv_text(rows, fields=None) -> str:
@@ -36,3 +36,11 @@ def text_table(header, rows, *, rule: bool = True) -> str:
     fmt = lambda cells: "  ".join(f"{str(c):>{w}}" for c, w in zip(cells, widths))  # noqa: E731
     lines = [fmt(header)] + (["-" * len(fmt(header))] if rule else []) + [fmt(r) for r in rows]
     return "\n".join(lines)
+
+
+def net_title(opts: dict) -> str:
+    """', w_std = 1.5, b_std = 0.1, residual = 0.5' of the options set ('' for the default net;
+    a convolutional net's: ', arch = cnn, readout = gap, filter = 3'): the nets of a title,
+    from what ran (``NetFamily.options``)."""
+    return "".join(f", {k} = {v:g}" if isinstance(v, float) else f", {k} = {v}"
+                   for k, v in opts.items())

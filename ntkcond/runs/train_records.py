@@ -113,13 +113,19 @@ def _predicted_rel_loss(K, y, lr, steps, f0=None) -> float:
 
 def infinite_record(x, y, *, depth: int, net, rel_target: float, max_steps: int,
                     meta=None) -> dict:
-    """The width-"inf" record: the prediction of ``infinite_ntk`` (η = 1/λmax, f₀ = 0) of the
-    net ``net`` (``ntkcond.network.MLPFamily``; its options are in the record)."""
-    from ..infinite.kernels import infinite_ntk
+    """The width-"inf" record: the prediction of the infinite-width NTK (η = 1/λmax, f₀ = 0)
+    of the net ``net`` (``ntkcond.network.MLPFamily``: ``infinite_ntk`` on rows x (n, d); or
+    ``CNNFamily``: its kernel on NHWC images x, ``sweep_images_of``); its options are in the
+    record, d is the number of inputs per example (H·W·C for images)."""
+    from ..infinite.kernels import infinite_ntk, sweep_images_of
 
     start = time.perf_counter()
-    K = infinite_ntk(x, depth=depth, activation=net)
-    rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
+    if net.takes_images:
+        K = next(iter(sweep_images_of(x, net, [depth], where="infinite_record",
+                                      angles=False))).ntk
+    else:
+        K = infinite_ntk(x, depth=depth, activation=net)
+    rec = dict(meta or {}, n=int(x.shape[0]), d=_inputs(x), depth=int(depth),
                activation=net.act.name, width="inf", seed=None, **net.options())
     rec.update(_spectrum_fields(K, -y, rel_target))
     predicted = steps_to_loss(K, y, rel_target=rel_target)
@@ -133,25 +139,32 @@ def infinite_record(x, y, *, depth: int, net, rel_target: float, max_steps: int,
     return rec
 
 
+def _inputs(x) -> int:
+    """The inputs per example of a batch x (n, …): d for rows, H·W·C for images."""
+    return int(np.prod(np.shape(x)[1:]))
+
+
 def finite_record(x, y, *, depth: int, net, width: int, seed: int, rel_target: float,
                   max_steps: int, meta=None) -> dict:
     """The record of one trained net (``runs.train_vs_depth``'s docstring): measured beside
-    predicted steps; ``net`` as in ``infinite_record``."""
+    predicted steps; ``net`` as in ``infinite_record`` (a ``CNNFamily``: the finite CNN of
+    ``runs.depth.finite_net`` with ``width`` channels, weights ``runs.depth.cnn_params``)."""
     import jax
     import jax.numpy as jnp
 
-    from ..finite.empirical import empirical_ntk
-    from .depth import finite_net
+    from .depth import cnn_params, finite_net, finite_ntk
 
     start = time.perf_counter()
     family, opts = net, net.options()
     net = finite_net(family, depth, width)
+    params = cnn_params(net, seed, x.shape) if family.takes_images else None
     with x64():
-        params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
+        if params is None:
+            params = net.init(jax.random.PRNGKey(seed), x.shape[1], dtype=jnp.float64)
         xj = jnp.asarray(x, jnp.float64)
-        K0 = np.asarray(empirical_ntk(net, params, xj), np.float64)
-        f0 = np.asarray(net.apply(params, xj), np.float64)
-    rec = dict(meta or {}, n=int(x.shape[0]), d=int(x.shape[1]), depth=int(depth),
+        K0 = finite_ntk(family, net, params, xj)
+        f0 = np.asarray(net.apply(params, xj), np.float64).reshape(-1)
+    rec = dict(meta or {}, n=int(x.shape[0]), d=_inputs(x), depth=int(depth),
                activation=family.act.name, width=int(width), seed=int(seed), **opts)
     if not np.any(K0):  # dead at init: every unit of some layer inactive on every input
         return dict(rec, **dead_net_fields(f0, y), seconds=time.perf_counter() - start)
@@ -161,7 +174,7 @@ def finite_record(x, y, *, depth: int, net, width: int, seed: int, rel_target: f
     run = train_to_loss(net, params, x, y, lr=lr, rel_target=rel_target, max_steps=max_steps)
     stop = len(run.losses) - 1
     with x64():
-        K1 = np.asarray(empirical_ntk(net, [jnp.asarray(w) for w in run.params], xj), np.float64)
+        K1 = finite_ntk(family, net, jax.tree_util.tree_map(jnp.asarray, run.params), xj)
     end = conditioning(K1)
     rec.update(loss0=float(run.losses[0]), steps=run.steps, reached=run.steps is not None,
                diverged=run.diverged, steps_run=run.steps_run,

@@ -1,8 +1,8 @@
 """The NTK over training: a net trained with optax on real images, its empirical NTK on a probe
 batch snapshotted at chosen steps (``ntkcond.NTKTracker``), one record per snapshot.
 
-One training set x (n, d) of a data set (the first batch of ``datasets.batches(ds, n,
-seed=seed)``) with targets y (``runs.train_records.make_targets``), and the probe inputs: its
+One training set x (n, d) of a data set, or its NHWC images (n, H, W, C) for a
+convolutional net (the first batch of ``datasets.batches(ds, n, seed=seed)``) with targets y (``runs.train_records.make_targets``), and the probe inputs: its
 first ``n_probe`` rows (so the kernel is the one that drives the training, and the alignment is
 with the training targets). The model (``TrackModel``; from the command's flags by
 ``build_model``) is trained in float64 (scoped ``x64``; or float32, ``dtype``: the tracked
@@ -38,6 +38,7 @@ import hashlib
 import io
 import json
 import math
+import numbers
 import os
 import time
 from collections.abc import Callable
@@ -50,9 +51,9 @@ from .._core.io import atomic_write
 from .._core.progress import progress_bar
 from .._core.x64 import x64
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
-                  command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
-                  parse_depths, positive_float, positive_int, run_main, target_name)
-from .depth import finite_net
+                  command_parser, int_at_least, load_data, nets_from_args, parse_depths,
+                  positive_float, positive_int, run_main, target_name)
+from .depth import cnn_params, finite_net
 from .frames import RunResult
 from .provenance import utc_now
 from .rundir import check_record_fields, data_fingerprint
@@ -90,12 +91,14 @@ class TrackModel:
       apply_fn: f(params, x) → (n,) outputs, for the loss (1).
       params: the initial parameters (a pytree of float64 arrays).
       config: JSON description of the model and its initialisation, written into config.json.
+      takes_images: the model's inputs are NHWC images (``Dataset.images``), not rows.
     """
 
     model: object
     apply_fn: Callable
     params: object
     config: dict
+    takes_images: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,37 +125,57 @@ class TrackRun(RunResult):
                 f"{self.resumed} resumed, figure={self.figure!r})")
 
 
-def build_model(arch: str, d: int, *, net, depth: int, width: int, init_seed: int,
+def build_model(net, input_shape, *, depth: int, width: int, init_seed: int,
                 init_scale: float = 1.0) -> TrackModel:
-    """The command's model: ``arch`` "mlp" is the finite net of ``net`` at ``depth`` and
-    ``width`` (``runs.depth.finite_net``: ``ntkcond.mlp(depth, width, net.act,
-    **net.options())``, which validates them), its weights (and biases) drawn from
-    ``jax.random.PRNGKey(init_seed)`` in float64 and multiplied by ``init_scale`` (α: every
-    parameter of NTK parameterisation N(0, α²); α ≪ 1 is the small-initialisation regime of
-    Zhang, Saxe & Latham, arXiv 2406.12615).
+    """The command's model: the finite net of ``net`` at ``depth`` and ``width``
+    (``runs.depth.finite_net``), its weights (and biases) drawn from
+    ``jax.random.PRNGKey(init_seed)`` and multiplied by ``init_scale`` (α: every parameter of
+    NTK parameterisation N(0, α²); α ≪ 1 is the small-initialisation regime of Zhang, Saxe &
+    Latham, arXiv 2406.12615), in float64.
 
     ``net``: an ``ntkcond.network.MLPFamily`` (built once: ``resolve_mlp``, or the command's
-    ``nets_from_args``), or an activation spelling of ``parse_activation`` for its default
-    net (norm-preserving, bias-free). config.json gets its activation's name and the options
-    it sets (``MLPFamily.options``: w_std, b_std if nonzero, residual)."""
+    ``nets_from_args``) or an activation spelling of ``parse_activation`` for its default
+    net (norm-preserving, bias-free): ``ntkcond.mlp(depth, width, net.act,
+    **net.options())``, which validates them, on rows of ``input_shape`` (d,); or a
+    ``CNNFamily`` (``resolve_cnn``): its layer stack ``CNNFamily.network(depth, width)``
+    (``width`` channels; Flatten or GlobalAvgPool and Dense(1); the net of its
+    infinite-width kernel), weights ``runs.depth.cnn_params``, on NHWC images of
+    ``input_shape`` (H, W, C). config.json gets arch ("mlp" or "cnn"), depth, width, the
+    activation's name and the options the net sets (``NetFamily.options``: w_std, b_std if
+    nonzero, residual; readout and filter)."""
     import jax
     import jax.numpy as jnp
 
     from ..network import resolve_mlp
 
     where = "build_model"
-    if arch != "mlp":
-        raise ValueError(f"{where}: expected arch 'mlp', got {arch!r}")
     family = resolve_mlp(net, where=where)
     init_scale = positive(init_scale, "init_scale", where)
     init_seed = as_count(init_seed, "init_seed", where, minimum=0)
+    shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) else None
+    rank = 3 if family.takes_images else 1
+    if (shape is None or len(shape) != rank
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+                           for v in shape)):
+        want = "(H, W, C) of NHWC images" if family.takes_images else "(d,) of rows"
+        raise ValueError(f"{where}: expected input_shape {want} (positive integers) for "
+                         f"{family.name}, got {input_shape!r}")
     model = finite_net(family, depth, width)
-    with x64():
-        params = [init_scale * w for w in model.init(jax.random.PRNGKey(init_seed), d, dtype=jnp.float64)]
-    config = {"arch": arch, "depth": model.depth, "width": int(width), "activation": family.act.name,
-              "init_seed": init_seed, "init_scale": init_scale}
-    config.update({k: float(v) for k, v in family.options().items()})
-    return TrackModel(model=model, apply_fn=model.apply, params=params, config=config)
+    if family.takes_images:
+        params = cnn_params(model, init_seed, (1,) + shape)
+        with x64():
+            params = jax.tree_util.tree_map(lambda w: init_scale * w, params)
+        apply_fn = tracked = model.apply  # the tracker's generic route (any apply_fn)
+    else:
+        with x64():
+            params = [init_scale * w for w in model.init(jax.random.PRNGKey(init_seed),
+                                                         shape[0], dtype=jnp.float64)]
+        apply_fn, tracked = model.apply, model  # the tracker's structured route
+    config = {"arch": "mlp", "depth": int(depth), "width": int(width),
+              "activation": family.act.name, "init_seed": init_seed, "init_scale": init_scale}
+    config.update(family.options())  # a CNN's: arch "cnn", readout, filter
+    return TrackModel(model=tracked, apply_fn=apply_fn, params=params, config=config,
+                      takes_images=family.takes_images)
 
 
 def snapshot_steps(steps: int, count: int | None = None, spacing: str = "log", at=None) -> list[int]:
@@ -291,7 +314,9 @@ def train_track(ds: datasets.Dataset, model: TrackModel, *, out: str | None, n: 
                          f"rows), got {n_probe}")
     if batch_size is not None and not 1 <= as_count(batch_size, "batch_size", where) <= n:
         raise ValueError(f"{where}: expected batch_size in [1, n = {n}], got {batch_size}")
-    x, y = ds.x[index], make_targets(ds.y[index], target, center=center)
+    # the rows as the model takes them: rows, or NHWC images (a convolutional net)
+    x = (ds.images if model.takes_images else ds.x)[index]
+    y = make_targets(ds.y[index], target, center=center)
     tx = _optimizer(optimizer, lr, where)
     from ..finite.tracker import NTKTracker
 
@@ -456,8 +481,10 @@ def record_validator(config: dict) -> Callable:
 def describe(config: dict) -> str:
     """One line saying what ran, from the run's configuration."""
     m = config["model"]
-    net = f"{m['arch']} L={m['depth']} m={m['width']} {m['activation']}"
+    channels = "C" if m["arch"] == "cnn" else "m"
+    net = f"{m['arch']} L={m['depth']} {channels}={m['width']} {m['activation']}"
     net += "".join(f" {k}={m[k]:g}" for k in ("w_std", "b_std", "residual") if k in m)
+    net += "".join(f" {k}={m[k]}" for k in ("readout", "filter") if k in m)
     if m.get("init_scale", 1.0) != 1.0:
         net += f" init×{m['init_scale']:g}"
     if config["dtype"] != "float64":
@@ -491,12 +518,15 @@ examples:
   {command} --dataset cifar10 --split test --data-dir ../shared/data --optimizer adam --lr 1e-3 \\
       --batch-size 64 --snapshots 30 --spacing linear
   {command} --init-scale 0.1 --b-std 0.1       # small initialisation, with biases
+  {command} --downsample 2 --arch cnn --readout gap --width 32 --depths 2   # a CNN
 
 The training set is the first --train images (shuffled with --seed, which also orders the
 minibatches), targets from the labels (--target lt5: +1 for label < 5, -1 otherwise; even;
 class:K), centred unless --no-center; the probe inputs are its first --probe images. The net
 (--arch mlp: ntkcond.mlp of --width and the network flags: one depth --depths, one activation
---activations, --w-std, --b-std, --residual; NTK parameterisation, weights from
+--activations, --w-std, --b-std, --residual; --arch cnn: --depths convolutions of --width
+channels, --filter x --filter, SAME, then --readout flatten or gap and Dense(1), on the
+images; NTK parameterisation, weights from
 PRNGKey(--init-seed) times --init-scale) is trained in --dtype (float64) by optax (--optimizer sgd or adam,
 --lr) on 1/2 mean (f - y)^2, full batch or --batch-size rows per step, for --steps steps. At
 step 0, --steps and --snapshots steps in all (--spacing log or linear; or the steps --at) the
@@ -525,7 +555,8 @@ def build_parser(prog: str | None = None):
     p.add_argument("--train", type=positive_int, default=256, help="training-set size n")
     p.add_argument("--probe", type=positive_int, default=None,
                    help="probe inputs: the first PROBE training images (default min(n, 256))")
-    p.add_argument("--width", type=positive_int, default=512, help="hidden width m")
+    p.add_argument("--width", type=positive_int, default=512,
+                   help="hidden width m (--arch cnn: channels)")
     add_network_arguments(p, depths="1", activations=("relu",))  # one of each: one net per run
     p.add_argument("--init-scale", type=positive_float, default=1.0,
                    help="multiply every initial parameter by this (small: the rich regime)")
@@ -554,9 +585,9 @@ def build_parser(prog: str | None = None):
 
 
 def net_from_flags(args) -> tuple:
-    """(the ``MLPFamily``, its depth L) of the command's network flags, built once: the one
+    """(the ``MLPFamily`` or ``CNNFamily``, its depth L) of the command's network flags, built once: the one
     net of ``nets_from_args`` (one activation) at the one depth of ``--depths``."""
-    nets = fully_connected_only(nets_from_args(args), "train-track")
+    nets = nets_from_args(args)
     if len(nets) != 1:
         raise ValueError(f"--activations: expected one activation (train-track trains one net), "
                          f"got {[n.act.name for n in nets]}")
@@ -573,7 +604,8 @@ def _run_command(args):
     schedule = snapshot_steps(args.steps, args.snapshots, args.spacing, at)
     ds = load_data(args)
     check_batch(args.train, ds, "--train")
-    model = build_model(args.arch, ds.x.shape[1], net=net, depth=depth, width=args.width,
+    data = ds.images if net.takes_images else ds.x  # NHWC images for --arch cnn
+    model = build_model(net, data.shape[1:], depth=depth, width=args.width,
                         init_seed=args.init_seed, init_scale=args.init_scale)
     try:
         run = train_track(ds, model, out=args.out, n=args.train,

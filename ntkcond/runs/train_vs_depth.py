@@ -5,8 +5,9 @@ beside the step counts their initial NTK and the infinite-width NTK predict (Liu
 One batch x (n, d) of a data set and targets y (n,) (``make_targets``). For every depth L,
 activation and width:
 
-* **finite width m**: the net ``ntkcond.mlp(L, m, activation)`` with weights from
-  ``jax.random.PRNGKey(init_seed)`` (NTK parameterisation, bias-free) is trained by full-batch
+* **finite width m**: the net ``ntkcond.mlp(L, m, activation)`` (or, for a convolutional
+  family, its layer stack ``CNNFamily.network(L, m)``: m channels, on NHWC images) with
+  weights from ``jax.random.PRNGKey(init_seed)`` (NTK parameterisation) is trained by full-batch
   gradient descent θ ← θ − η∇L(θ) on the square loss
 
       L(θ) = ½ ‖f_θ(X) − y‖²        (a sum over the n points: no 1/n),                      (1)
@@ -61,13 +62,12 @@ from .._core.progress import progress_bar
 from ..network import resolve_mlps
 from .gradient_descent import CHUNK, GDRun, train_to_loss
 from .cli import (add_data_arguments, add_network_arguments, add_run_arguments, check_batch,
-                  command_parser, fully_connected_only, int_at_least, load_data, nets_from_args,
-                  parse_depths, parse_width, positive_float, positive_int, run_main,
-                  target_name)
+                  command_parser, int_at_least, load_data, nets_from_args, parse_depths,
+                  parse_width, positive_float, positive_int, run_main, target_name)
 from .depth import check_spectrum_fields
 from .frames import RunResult
 from .rundir import check_record_fields, data_fingerprint, open_run
-from .tables import text_table, write_csv
+from .tables import net_title, text_table, write_csv
 from .train_records import finite_record, infinite_record, make_targets, target_condition_number
 
 __all__ = ["CHUNK", "GDRun", "TrainSweep", "make_targets", "target_condition_number",
@@ -132,7 +132,10 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str | None, n: int = 256, depth
         on stderr (``ntkcond._core.progress``).
       w_std, b_std, residual: the nets' options (``ntkcond.network.resolve_mlp``); those set
         go into config.json and every record. ``activations`` may be the nets themselves
-        (``MLPFamily``).
+        (``MLPFamily``, or ``CNNFamily``: convolutional nets on the images of ``ds``, NHWC;
+        width m is their channels, as in ``CNNFamily.network(depth, m)``, so the trained
+        net and the width-"inf" kernel are the same net; their options — arch, readout,
+        filter — in config.json and every record).
     """
     where = "train_vs_depth"
     t_start = time.perf_counter()
@@ -150,7 +153,9 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str | None, n: int = 256, depth
     max_steps = as_int(max_steps, "max_steps", where, 1)
     init_seed = as_int(init_seed, "init_seed", where, 0)
     index = datasets.batches(ds, as_int(n, "n", where, 2), seed=seed, max_batches=1)[0]
-    x, y = ds.x[index], make_targets(ds.y[index], target, center=center)
+    # the batch as the nets take it: rows, or NHWC images for convolutional nets
+    data = ds.images if next(iter(nets.values())).takes_images else ds.x
+    x, y = data[index], make_targets(ds.y[index], target, center=center)
     config = {"dataset": ds.name, "split": ds.split, "n": len(index), "depths": depths,
               "activations": acts, "widths": widths, "target": target, "center": bool(center),
               "rel_target": rel_target, "max_steps": max_steps, "seed": seed,
@@ -182,7 +187,7 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str | None, n: int = 256, depth
         name = os.path.basename(ds.name) if ds.name.endswith(".npz") else ds.name
         title = (f"{name} ({ds.split}), n = {len(index)}, target {target}"
                  f"{' centred' if center else ''}, loss to {rel_target:g}·loss₀, η = 1/λmax, "
-                 f"cap {max_steps} steps")
+                 f"cap {max_steps} steps{net_title(opts)}")
         table_csv = figure = None
         if run.path is not None:
             table_csv = write_csv(run.file("table.csv"), records, CSV_FIELDS)
@@ -278,12 +283,14 @@ examples:
   {command} --dataset ../shared/data/mnist_test.npz --preset mnist
   {command} --dataset ../shared/data/cifar10_test.npz --preset cifar10
   {command} --target class:0 --no-center --rel-target 0.1
+  {command} --dataset digits --downsample 2 --arch cnn --readout gap --width inf 64 --depths 1,2
 
 One batch of --batch images (shuffled with --seed), targets from the labels (--target lt5:
 +1 for label < 5, -1 otherwise; even; class:K one against the rest), centred unless
 --no-center (an uncentred target puts its mean on the NTK's top, near-constant eigenvector,
-which one step removes). Each finite-width net (ntkcond.mlp, NTK
-parameterisation, weights from PRNGKey(--init-seed)) is trained in float64 by full-batch
+which one step removes). Each finite-width net (ntkcond.mlp; with --arch cnn the CNN of
+--width channels, --filter and --readout; NTK parameterisation, weights from
+PRNGKey(--init-seed)) is trained in float64 by full-batch
 gradient descent on L = 1/2 ||f(X) - y||^2 with lr = 1/lambda_max of its NTK at init, until
 L <= --rel-target * L(0) or --max-steps (then "not reached", printed >cap). Beside it: the
 steps the linearised model predicts from that NTK and the net's own f(X) at init
@@ -303,7 +310,8 @@ def build_parser(prog: str | None = None):
     p.add_argument("--batch", type=int_at_least(2), default=256, help="batch size n (one batch)")
     add_network_arguments(p, depths="1,2,3,5,10")
     p.add_argument("--width", type=parse_width, nargs="+", default=["inf", 512],
-                   help="inf (prediction only) and/or finite widths of the trained nets")
+                   help="inf (prediction only) and/or finite widths of the trained nets "
+                        "(--arch cnn: channels)")
     p.add_argument("--target", type=target_name, default="lt5",
                    help="lt5, even or class:K (K = 0..9)")
     p.add_argument("--no-center", action="store_true", help="do not subtract the targets' mean")
@@ -318,7 +326,7 @@ def build_parser(prog: str | None = None):
 
 
 def _run_command(args):
-    nets = fully_connected_only(nets_from_args(args), 'train-vs-depth')
+    nets = nets_from_args(args)
     depths = parse_depths(args.depths)
     ds = load_data(args)
     check_batch(args.batch, ds)

@@ -31,7 +31,7 @@ from .._core.io import atomic_write
 from .._core.progress import progress_bar
 from ..infinite.extremes import ExtremeSearch, numpy_extreme_row
 from ..infinite.geometry import kahan_angles
-from .blocks import INPUT, AnglePlan, merge_candidates, numpy_angle_block
+from .blocks import INPUT, AnglePlan, merge_candidates
 from .processes import current_share
 
 __all__ = ["pairs_route", "recursion_fallback", "recursion_route"]
@@ -193,7 +193,7 @@ def _load_checkpoint(path, fingerprint, where, xh=None, x=None, plan=None, block
 
     The minima are checked against the run: one per target of ``plan`` and the input angle
     (none at next_row_block 0), each at a pair in the rows done, with the value that pair has
-    (recomputed by ``numpy_angle_block``: 1e-9 relative, as the Gram-route angles of a 1 × 1
+    (recomputed by the plan's ``block``: 1e-9 relative, as the Gram-route angles of a 1 × 1
     block may differ from a diagonal block's in the last bits)."""
     state = _read_state(path, _CHECKPOINT_KIND, fingerprint, where)
     if state is None:
@@ -215,7 +215,7 @@ def _load_checkpoint(path, fingerprint, where, xh=None, x=None, plan=None, block
         best[_key_parse(k)] = _check_pair(where, path, f"best[{k!r}]", v, n, done)
     if xh is not None and plan is not None:
         for key, (value, i, j) in best.items():
-            actual = numpy_angle_block(xh, i, i + 1, j, j + 1, plan, x)[key][0]
+            actual = plan.block(xh, i, i + 1, j, j + 1, x)[key][0]
             _check_value(where, path, f"best[{_key_str(key)!r}]", value, float(actual), 1e-9)
     return int(nrb), best, float(state.get("seconds", 0.0))
 
@@ -325,10 +325,10 @@ def recursion_route(xh, plan, trainable, *, block, backend, devices, dtype, work
             r0, r1 = I * block, min(n, (I + 1) * block)
             J0, J1 = share.span(I, n_rows, 1)  # this process's column blocks of the row
             spans = [(J * block, min(n, (J + 1) * block)) for J in range(J0, J1)]
-            args = [(xh, r0, r1, c0, c1, plan, x) for c0, c1 in spans]
+            args = [(xh, r0, r1, c0, c1, x) for c0, c1 in spans]
             if pool is None:
-                return [numpy_angle_block(*a) for a in args]
-            return list(pool.map(lambda a: numpy_angle_block(*a), args))
+                return [plan.block(*a) for a in args]
+            return list(pool.map(lambda a: plan.block(*a), args))
 
         n_devices = 1
     else:

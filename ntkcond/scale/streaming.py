@@ -214,11 +214,16 @@ def streaming_smallest_angles(
     carry the net, e.g. ``erf,w_std=1.5,b_std=0.1``).
 
     Args:
-      x: (n, d) inputs, n ≥ 2, no zero rows.
+      x: (n, d) inputs, n ≥ 2, no zero rows; or NHWC images (n, H, W, C) for convolutional
+        nets.
       depths: iterable of depths L ≥ 0, all computed in one pass.
       activations: activation spellings (``parse_activation``), each once; one str (e.g.
         "relu") is one activation; default ReLU and linear; or the nets themselves
-        (``ntkcond.network.MLPFamily``, without w_std/b_std/residual then).
+        (``ntkcond.network.MLPFamily``, without w_std/b_std/residual then; or
+        ``CNNFamily``: convolutional nets on the images x, every layer trained, by the
+        recursion over all pairs of images, block by block with the image kernels'
+        angle terms (``blocks.ImageAnglePlan``; numpy, float64; every target in
+        ``fallback``, ``method`` "recursion"), checkpoints as the recursion's).
       trainable: "all", "first", "last" or 0-based layer indices (valid for every depth).
       block: block size b (default 1024: 8 MB per b × b float64 array).
       backend: "auto", "numpy" or "jax" (module docstring).
@@ -254,16 +259,19 @@ def streaming_smallest_angles(
       [(0, (13, 25), 40.52), (3, (13, 25), 53.14)]
     """
     where = "streaming_smallest_angles"
-    x = as_data(x, where, "x")
-    n, d = x.shape
-    if n < 2:
-        raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got shape {x.shape}")
     if method not in ("pairs", "recursion"):
         raise ValueError(f"{where}: expected method 'pairs' or 'recursion', got {method!r}")
     block = as_block(block, where, 2)
     nets = resolve_mlps(activations, w_std, b_std, residual, where=where)  # one str: one net
     workers, max_row_blocks, devices = _check_options(workers, max_row_blocks, devices, progress,
                                                       checkpoint, where)
+    if any(net.takes_images for net in nets):
+        return _image_angles(x, nets, depths, trainable, block, backend, dtype, checkpoint,
+                             progress, max_row_blocks, where)
+    x = as_data(x, where, "x")
+    n, d = x.shape
+    if n < 2:
+        raise ValueError(f"{where}: expected n >= 2 rows to form a pair, got shape {x.shape}")
     plan = AnglePlan(depths, nets, trainable, where)
     if not all(net.angle_chain for net in plan.nets):
         if backend == "jax":
@@ -303,6 +311,13 @@ def streaming_smallest_angles(
             best.update(recursion_fallback(xh, x, plan, fallback, trainable, workers, checkpoint,
                                            options))
         fallback = tuple(fallback)
+    return _result(best, plan, n, d, block, trainable, backend, n_devices, dtype, seconds,
+                   start_row, method, fallback)
+
+
+def _result(best, plan, n, d, block, trainable, backend, n_devices, dtype, seconds, start_row,
+            method, fallback) -> StreamingAngles:
+    """The ``StreamingAngles`` of the minima ``best`` of every target of ``plan``."""
     input_angle, i0, j0 = best[INPUT]
     results = []
     for net in plan.nets:
@@ -317,3 +332,37 @@ def streaming_smallest_angles(
     )
 
 
+def _image_angles(x, nets, depths, trainable, block, backend, dtype, checkpoint, progress,
+                  max_row_blocks, where) -> StreamingAngles:
+    """``streaming_smallest_angles`` of convolutional nets (``CNNFamily``) on NHWC images x:
+    the block recursion over all pairs (``blocks.ImageAnglePlan``: the image kernels' angle
+    terms per block, every depth in one pass), numpy, float64, one block at a time (the image
+    kernels run on numba's threads); ``fallback`` lists every target (no certificate: the
+    angles are not a function of the input angle) and ``method`` is "recursion"."""
+    from ..infinite.images import image_pair
+    from .blocks import ImageAnglePlan
+
+    if not all(net.takes_images for net in nets):
+        raise ValueError(f"{where}: expected every net convolutional (CNNFamily) or none, got "
+                         f"{[net.name for net in nets]}")
+    if backend not in ("auto", "numpy"):
+        raise ValueError(f"{where}: convolutional nets run on backend 'numpy' only, got backend "
+                         f"{backend!r}")
+    if dtype != "float64":
+        raise ValueError(f"{where}: convolutional nets are computed in float64, got dtype "
+                         f"{dtype!r}")
+    images, _ = image_pair(x, None, where)
+    n = images.shape[0]
+    if n < 2:
+        raise ValueError(f"{where}: expected n >= 2 images to form a pair, got shape "
+                         f"{images.shape}")
+    flat = images.reshape(n, -1)
+    xh, _ = normalised_rows(flat, where, "x")
+    plan = ImageAnglePlan(depths, nets, trainable, images, where)
+    best, n_devices, seconds, start_row = recursion_route(
+        xh, plan, trainable, block=block, backend="numpy", devices=None, dtype="float64",
+        workers=1, checkpoint=checkpoint, progress=progress, max_row_blocks=max_row_blocks,
+        where=where, x=flat)
+    fallback = tuple((net.name, L) for net in plan.nets for L in plan.depths)
+    return _result(best, plan, n, flat.shape[1], block, trainable, "numpy", n_devices,
+                   "float64", seconds, start_row, "recursion", fallback)
