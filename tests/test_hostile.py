@@ -1017,6 +1017,9 @@ script_error("cond-vs-batch --arch cnn on rows (gaussian)", "cond_vs_batch",
 script_error("min-angle --arch cnn --backend jax", "min_angle",
              ["--dataset", "digits", "--arch", "cnn", "--backend", "jax"],
              r"--backend: convolutional nets \(--arch cnn\) run on backend numpy only")
+script_error("min-angle --arch cnn --workers 2", "min_angle",
+             ["--dataset", "digits", "--arch", "cnn", "--workers", "2"],
+             r"--workers: convolutional nets \(--arch cnn\) run one block at a time")
 script_error("min-angle --arch cnn --dtype float32", "min_angle",
              ["--dataset", "digits", "--arch", "cnn", "--dtype", "float32"],
              r"--dtype: convolutional nets \(--arch cnn\) are computed in float64 only")

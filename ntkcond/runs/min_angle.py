@@ -233,6 +233,9 @@ def _run_command(args):
     if nets[0].takes_images and args.backend == "jax":
         raise ValueError("--backend: convolutional nets (--arch cnn) run on backend numpy only, "
                          "got --backend jax")
+    if nets[0].takes_images and args.workers is not None:
+        raise ValueError(f"--workers: convolutional nets (--arch cnn) run one block at a time on "
+                         f"numba's threads (set NUMBA_NUM_THREADS), got --workers {args.workers}")
     if nets[0].takes_images and args.dtype != "float64":
         raise ValueError(f"--dtype: convolutional nets (--arch cnn) are computed in float64 "
                          f"only, got --dtype {args.dtype}")
