@@ -22,6 +22,17 @@ from ..infinite.recursion import PairGeometry, angle_from
 INPUT = "input"
 
 
+def _unique_nets(nets, where) -> list:
+    """``nets`` with each name once, in order; a ValueError naming ``where`` if none."""
+    unique = []
+    for net in nets:
+        if net.name not in [b.name for b in unique]:
+            unique.append(net)
+    if not unique:
+        raise ValueError(f"{where}: expected at least one activation, got none")
+    return unique
+
+
 class AnglePlan:
     """What to compute per block: the targets (net, depth) and the sweep settings.
 
@@ -29,12 +40,7 @@ class AnglePlan:
     """
 
     def __init__(self, depths, nets, trainable, where):
-        unique = []
-        for net in nets:
-            if net.name not in [b.name for b in unique]:
-                unique.append(net)
-        if not unique:
-            raise ValueError(f"{where}: expected at least one activation, got none")
+        unique = _unique_nets(nets, where)
         #: nets with biases depend on the norms: the blocks then carry ``norms``, ``d``
         self.needs_norms = any(not net.homogeneous for net in unique)
         self.norms, self.d = None, 1
@@ -59,12 +65,7 @@ class ImageAnglePlan:
     norms, d = None, 1
 
     def __init__(self, depths, nets, trainable, images, where):
-        unique = []
-        for net in nets:
-            if net.name not in [b.name for b in unique]:
-                unique.append(net)
-        if not unique:
-            raise ValueError(f"{where}: expected at least one activation, got none")
+        unique = _unique_nets(nets, where)
         self.depths, self.layers = sweep_layers(depths, trainable, where)
         if self.layers is not None:
             raise ValueError(f"{where}: convolutional nets train every layer, got trainable "
