@@ -695,10 +695,20 @@ def _act_row(src, li, dst, lo, y, s1, i1, s2, i2, a2, b2, nc):
 
 
 @njit(**_JIT)
+def _lanes(a, out):
+    """out[x·LANES + l] = a[x] for every lane l (a row image's values beside the lanes)."""
+    L = LANES
+    for x in range(a.size):
+        v = a[x]
+        for l in range(L):
+            out[x * L + l] = v
+
+
+@njit(**_JIT)
 def _input_row(bX, X2, y, w, dst, lo):
     """Row y of stage 0 of a work item into ``dst`` (layout ``lo``): the input covariances
-    c = x·x′/C and gaps D = ½|x − x′|²/C of every pixel and lane (bX: the row image's channels
-    in every lane, (C, pixels·LANES); X2: the column images', (C, pixels·LANES)); C = G = 0
+    c = x·x′/C and gaps D = ½|x − x′|²/C of every pixel and lane (bX: row y of the row image's
+    channels in every lane, (C, W·LANES); X2: the column images', (C, pixels·LANES)); C = G = 0
     (the input's NTK)."""
     L = LANES
     ch = bX.shape[0]
@@ -712,7 +722,7 @@ def _input_row(bX, X2, y, w, dst, lo):
         Cv[e] = 0.0
         Gv[e] = 0.0
     for z in range(ch):
-        u, v = bX[z, y * RW:(y + 1) * RW], X2[z, y * RW:(y + 1) * RW]
+        u, v = bX[z, :RW], X2[z, y * RW:(y + 1) * RW]
         for e in range(RW):
             cv[e] += u[e] * v[e]
             dv[e] += (u[e] - v[e]) * (u[e] - v[e])
@@ -735,9 +745,7 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
     cap[s] ≥ 0; ``upper``: j ≥ i only)."""
     L = LANES
     n1, h, w, ch = x1.shape
-    P0 = h * w
     nops = iops.shape[0]
-    pmax = S1.shape[2]
     lay = _layouts(iops, h, w)
     smax, wmax = 1, 1
     for s in range(nops + 1):
@@ -750,33 +758,20 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
     for thread in prange(threads):  # one set of buffers per thread, items dealt in turn
         buf = np.zeros((2, 4, smax))
         held = np.full(2, -1, np.int64)         # the stage whose layout each buffer holds
-        bS, bI = np.empty((nops + 1, pmax * L)), np.empty((nops + 1, pmax * L))
-        bX = np.empty((ch, P0 * L))
+        bS, bI = np.empty(wmax), np.empty(wmax)   # a row of the row image's √q, 1/√q per lane
+        bX = np.empty((ch, w * L))                # a row of its channels per lane
         T, O = np.zeros((4, wmax)), np.zeros((4, wmax))
         part, sums = np.empty(L), np.empty((4, L))
-        last = -1
         for k in range(thread, K, threads):
             i, g = rows[k], groups[k]
-            if i != last:  # the row image's channels, √q and 1/√q in every lane
-                last = i
-                for z in range(ch):
-                    for p in range(P0):
-                        a = x1[i, p // w, p % w, z]
-                        for l in range(L):
-                            bX[z, p * L + l] = a
-                for o in range(nops):
-                    if iops[o, 0] == _LEAKY:
-                        for p in range(iops[o, 8] * iops[o, 9]):
-                            a, b = S1[i, o, p], I1[i, o, p]
-                            for l in range(L):
-                                bS[o, p * L + l] = a
-                                bI[o, p * L + l] = b
             cur = 0
             l0 = lay[0]
             if held[0] < 0 or not np.array_equal(lay[held[0]], l0):
                 _clear_border(buf[0], l0)
             held[0] = 0
             for y in range(h):  # stage 0: the input covariances and gaps
+                for z in range(ch):
+                    _lanes(x1[i, y, :, z], bX[z])
                 _input_row(bX, x2g[g], y, w, buf[0], l0)
             if l0[6]:
                 _wrap(buf[0], l0, nc)
@@ -796,14 +791,18 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                 a2, b2 = fops[q, 3], fops[q, 4]
                 for y in range(iops[o, 10]):
                     r = y * RO
+                    if fused or iops[o, 0] == _LEAKY:
+                        ow = iops[o, 11]
+                        _lanes(S1[i, q, y * ow:(y + 1) * ow], bS)
+                        _lanes(I1[i, q, y * ow:(y + 1) * ow], bI)
                     s2 = S2g[q, g].reshape(-1)[r:r + RO]
                     i2 = I2g[q, g].reshape(-1)[r:r + RO]
                     if iops[o, 0] == _CONV:
                         _conv_row(buf[cur], lay[o], buf[nxt], lay[s], y, iops[o], fops[o], fused,
-                                  bS[q, r:r + RO], bI[q, r:r + RO], s2, i2, a2, b2, nc, T, O)
+                                  bS[:RO], bI[:RO], s2, i2, a2, b2, nc, T, O)
                     else:
-                        _act_row(buf[cur], lay[o], buf[nxt], lay[s], y, bS[q, r:r + RO],
-                                 bI[q, r:r + RO], s2, i2, a2, b2, nc)
+                        _act_row(buf[cur], lay[o], buf[nxt], lay[s], y, bS[:RO], bI[:RO], s2,
+                                 i2, a2, b2, nc)
                 cur = nxt
                 if lay[s, 6]:
                     _wrap(buf[cur], lay[s], nc)
