@@ -8,6 +8,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 NEWEST := .venv-newest-jax
+# The suite runs on TEST_WORKERS pytest-xdist processes (the test extra), whole files to a worker
+# (--dist loadfile: a module's fixtures and jit caches are built once), each with BLAS at one
+# thread (two BLAS threads per worker on two cores wait at barriers for a descheduled
+# partner; the tests that need several threads ask for them). CI's machine has 2 cores.
+# `make test TEST_WORKERS=0` runs it in one process. Measured on this 2-core machine with
+# other jobs running (load 2.3-4.1): make test's suite 742 s on 2 workers (1279 s in one
+# process on one core), after ~140 s installing .[dev] into a new venv; test-newest-jax's
+# suite 350 s on 2 workers (708 s in one process before), after ~60 s installing.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: demo test test-newest-jax docs wheel-check
 
@@ -21,17 +31,17 @@ demo: $(BIN)/python
 test: $(BIN)/python
 	$(PIP) -c constraints.txt -e '.[dev]'
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest $(XDIST)
 
 # The core (everything but the nt and tfds extras) on the newest jax release: tests that
 # need neural-tangents or tensorflow-datasets skip here, and so do the `slow` ones (the
 # extended-precision references and planted-error sweeps, which test NumPy/mpmath maths that
-# `make test` has already run, not the jax API): the whole of it takes about 12 minutes.
+# `make test` has already run, not the jax API): about 7 minutes in all on 2 workers.
 test-newest-jax:
 	test -x $(NEWEST)/bin/python || $(PYTHON) -m venv $(NEWEST)
 	$(NEWEST)/bin/python -m pip install -q --disable-pip-version-check --upgrade -e '.[test]' jax jaxlib
 	$(NEWEST)/bin/python -c "import jax; print('newest-jax venv: jax', jax.__version__)"
-	$(NEWEST)/bin/python -m pytest -p no:cacheprovider -m "not slow"
+	OPENBLAS_NUM_THREADS=1 $(NEWEST)/bin/python -m pytest $(XDIST) -p no:cacheprovider -m "not slow"
 
 # The documentation site (mkdocs.yml): README, docs/, the notebooks (as stored, with their outputs;
 # tests/test_notebooks.py re-executes them), typeset math (MathJax from the docs extra) and the API

@@ -35,6 +35,31 @@ def mnist_batch():
     return datasets.load(path, mean=0.5, std=0.5).x[:512]
 
 
+def compile_numba_kernels():
+    """Compile numba's kernels (or load them from their on-disk cache, ``__pycache__`` beside
+    the sources): every kernel of the conv chain (``ntkcond.infinite.conv_chain``; ~50 s on a
+    cold cache, i.e. in a fresh clone as in CI) and the layer loop of the angle recursion
+    (``ntkcond.infinite.chain_loops``, ~5 s). Each has one signature in the suite, so tiny
+    inputs compile all of them."""
+    from ntkcond import gradient_angles, stax
+
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 5, 5, 2))
+    for readout in (stax.Flatten(), stax.GlobalAvgPool()):
+        kernel_fn = stax.serial(stax.Conv(4, (3, 3), padding="SAME", b_std=0.1), stax.Relu(),
+                                readout, stax.Dense(1))[2]
+        kernel_fn(x, None, "ntk")
+        kernel_fn(x, x[:2], "ntk")
+    gradient_angles(x.reshape(3, -1), depth=300)  # beyond 128 layers: the compiled loop
+
+
+@pytest.fixture(scope="session")
+def compiled_kernels():
+    """numba's kernels compiled in this process before a test that bounds a call's seconds, so
+    that the bound is the call's cost and not the one-off compilation, whichever test (or
+    pytest-xdist worker) ran first."""
+    compile_numba_kernels()
+
+
 def orthogonal(n, rng):
     q, r = np.linalg.qr(rng.standard_normal((n, n)))
     return q * np.sign(np.diag(r))

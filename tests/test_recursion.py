@@ -255,7 +255,7 @@ def test_compiled_loop_at_depth_2e4():
 
 
 @pytest.mark.parametrize("activation", ["relu", "leaky:0.2", "abs"])
-def test_depth_1e6_costs_seconds(activation):
+def test_depth_1e6_costs_seconds(activation, compiled_kernels):
     # Issue 34: gradient_angles(X, depth=10**6) took 112 s (ReLU) on this machine; the
     # compiled loop runs 11 distinct pairs × 10⁶ layers in ~0.6 s (bound 10 s for CI).
     import time

@@ -9,6 +9,17 @@ from ntkcond._core.threads import blas_threads, cpu_count, ordered_map
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
 
+@pytest.fixture(autouse=True)
+def two_blas_threads():
+    """Every test starts from BLAS at two threads, whatever the environment (`make test` runs
+    the suite with OPENBLAS_NUM_THREADS=1, one BLAS thread per pytest-xdist worker): "single-
+    threaded in the workers" and "restored" are then checks of a change, not of 1 == 1."""
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads() != 2:
+            pytest.skip("this NumPy's BLAS cannot be set to two threads (threadpoolctl)")
+        yield
+
+
 def tasks(count, log):
     def task(i):
         def prepare():
@@ -39,6 +50,7 @@ def test_results_come_in_task_order_whatever_the_submission_order(workers):
 
 def test_blas_threads_are_restored_when_done_or_closed():
     before = blas_threads()
+    assert before == 2  # the fixture's
     list(ordered_map(tasks(4, []), 2))
     assert blas_threads() == before
     gen = ordered_map(tasks(6, []), 2, list(range(6))[::-1])
