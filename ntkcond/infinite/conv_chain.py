@@ -24,7 +24,7 @@ the layer maps' (the same order), scaled by s_w²/k in one product (the layer ma
 then multiply by s_w²: a last-bit difference); a·b + c may be fused (FMA). Each stage of a work
 item is stored padded for the convolution that reads it (``_layouts``), so every filter sum,
 weight map and dual runs over contiguous rows; an activation right after a convolution is
-applied in the same pass, and the 3 × 3 stride-1 filter in the same loop (``_taps3_row``). The
+applied in the same pass, and the 3 × 3 stride-1 filter in the same loop (``_taps3_dual_row``). The
 loops are written without branches inside them, and none writes four arrays it does not read
 (the compiler vectorises neither). The per-image diagonals
 (variances q and Θ(x, x) per pixel, at every stage) come first from a cheap pass over the
@@ -497,6 +497,15 @@ def _clear_border(buf, lay):
 
 
 @njit(**_JIT)
+def _hold(buf, held, b, lay, s):
+    """Buffer b of a work item about to receive stage s: its padding zeroed
+    (``_clear_border``) unless it already holds a stage of the same layout; held[b] = s."""
+    if held[b] < 0 or not np.array_equal(lay[held[b]], lay[s]):
+        _clear_border(buf[b], lay[s])
+    held[b] = s
+
+
+@njit(**_JIT)
 def _wrap(buf, lay, nc):
     """CIRCULAR's padding of a stage (layout ``lay``): every cell outside the image a copy of
     the pixel it wraps to."""
@@ -568,31 +577,37 @@ def _taps3(r0, r1, r2, e):
 
 
 @njit(**_JIT)
-def _taps3_row(src, ib, WPL, RO, act, nc, scale, sb2, tr, s1, i1, s2, i2, a2, b2, dst, ob):
-    """``_conv_row``'s 3 × 3, stride-1 filter sums (the padded rows of ``src`` from flat
-    offset ib), the weight map and, where ``act``, the leaky dual into ``dst`` from flat
-    offset ob (the other arguments as ``_finish_row``'s): without G in one loop; with G, the
-    weight map, then G's, then the dual in place (no loop stores to four arrays, and none
-    branches inside: they vectorise)."""
+def _taps3_row(src, ib, WPL, RO, nc, O):
+    """``_conv_row``'s 3 × 3, stride-1 filter sums of the first ``nc`` components (the padded
+    rows of ``src`` from flat offset ib) into O: c, D and C in one loop, G in another."""
     c0, c1, c2 = src[0, ib:ib + WPL], src[0, ib + WPL:ib + 2 * WPL], src[0, ib + 2 * WPL:]
     d0, d1, d2 = src[1, ib:ib + WPL], src[1, ib + WPL:ib + 2 * WPL], src[1, ib + 2 * WPL:]
     e0, e1, e2 = src[2, ib:ib + WPL], src[2, ib + WPL:ib + 2 * WPL], src[2, ib + 2 * WPL:]
-    g0, g1, g2 = src[3, ib:ib + WPL], src[3, ib + WPL:ib + 2 * WPL], src[3, ib + 2 * WPL:]
-    dc, dD, dC, dG = dst[0, ob:ob + RO], dst[1, ob:ob + RO], dst[2, ob:ob + RO], dst[3, ob:ob + RO]
-    if act and nc == 3:
-        for e in range(RO):
-            c, D, C, _ = _weights(_taps3(c0, c1, c2, e), _taps3(d0, d1, d2, e),
-                                  _taps3(e0, e1, e2, e), 0.0, scale, sb2, tr)
-            dc[e], dD[e], dC[e], _ = _leaky(s1[e], i1[e], s2[e], i2[e], c, D, C, 0.0, a2, b2)
-        return
+    oc, oD, oC = O[0], O[1], O[2]
     for e in range(RO):
-        dc[e], dD[e], dC[e], _ = _weights(_taps3(c0, c1, c2, e), _taps3(d0, d1, d2, e),
-                                          _taps3(e0, e1, e2, e), 0.0, scale, sb2, tr)
+        oc[e] = _taps3(c0, c1, c2, e)
+        oD[e] = _taps3(d0, d1, d2, e)
+        oC[e] = _taps3(e0, e1, e2, e)
     if nc == 4:
+        g0, g1, g2 = src[3, ib:ib + WPL], src[3, ib + WPL:ib + 2 * WPL], src[3, ib + 2 * WPL:]
+        oG = O[3]
         for e in range(RO):
-            dG[e] = scale * _taps3(g0, g1, g2, e) + tr * dD[e]
-    if act:
-        _act_in_place(dc, dD, dC, dG, s1, i1, s2, i2, a2, b2)
+            oG[e] = _taps3(g0, g1, g2, e)
+
+
+@njit(**_JIT)
+def _taps3_dual_row(src, ib, WPL, RO, scale, sb2, tr, s1, i1, s2, i2, a2, b2, dst, ob):
+    """The hot case of ``_conv_row`` in one loop: a 3 × 3, stride-1 convolution's filter sums
+    of c, D and C (no G), its weight map and the leaky dual after it, into ``dst`` from flat
+    offset ob (the other arguments as ``_finish_row``'s)."""
+    c0, c1, c2 = src[0, ib:ib + WPL], src[0, ib + WPL:ib + 2 * WPL], src[0, ib + 2 * WPL:]
+    d0, d1, d2 = src[1, ib:ib + WPL], src[1, ib + WPL:ib + 2 * WPL], src[1, ib + 2 * WPL:]
+    e0, e1, e2 = src[2, ib:ib + WPL], src[2, ib + WPL:ib + 2 * WPL], src[2, ib + 2 * WPL:]
+    dc, dD, dC = dst[0, ob:ob + RO], dst[1, ob:ob + RO], dst[2, ob:ob + RO]
+    for e in range(RO):
+        c, D, C, _ = _weights(_taps3(c0, c1, c2, e), _taps3(d0, d1, d2, e),
+                              _taps3(e0, e1, e2, e), 0.0, scale, sb2, tr)
+        dc[e], dD[e], dC[e], _ = _leaky(s1[e], i1[e], s2[e], i2[e], c, D, C, 0.0, a2, b2)
 
 
 @njit(**_JIT)
@@ -612,8 +627,9 @@ def _conv_row(src, li, dst, lo, y, op, fop, act, s1, i1, s2, i2, a2, b2, nc, T, 
     eq. (1)'s filter sums of the first ``nc`` components, the weight map (``_weights``) and,
     where ``act``, the leaky dual after it (s1, i1: the row image's √q and 1/√q in every lane,
     s2, i2: the column images', flat over the row's (x, lane)). A 3 × 3, stride-1 filter
-    runs all of it in one loop (``_taps3_row``); any other sums each column's rows into T,
-    then the columns into O, then ``_finish_row``."""
+    with the dual and no G runs all of it in one loop (``_taps3_dual_row``, the hot case);
+    otherwise the filter sums go into O (``_taps3_row``, or each column's rows into T, then
+    the columns), then ``_finish_row``."""
     L = LANES
     kh, kw, sh, sw = op[1], op[2], op[3], op[4]
     ow = op[11]
@@ -621,11 +637,14 @@ def _conv_row(src, li, dst, lo, y, op, fop, act, s1, i1, s2, i2, a2, b2, nc, T, 
     WPL = li[5] * L
     scale = fop[0] / (kh * kw)
     ob = ((y + lo[2]) * lo[5] + lo[3]) * L
-    if kh == 3 and kw == 3 and sh == 1 and sw == 1:
-        _taps3_row(src, y * WPL, WPL, RO, act, nc, scale, fop[1], fop[2], s1, i1, s2, i2, a2,
-                   b2, dst, ob)
+    taps3 = kh == 3 and kw == 3 and sh == 1 and sw == 1
+    if taps3 and act and nc == 3:
+        _taps3_dual_row(src, y * WPL, WPL, RO, scale, fop[1], fop[2], s1, i1, s2, i2, a2, b2,
+                        dst, ob)
         return
-    for f in range(nc):
+    if taps3:
+        _taps3_row(src, y * WPL, WPL, RO, nc, O)
+    for f in range(nc if not taps3 else 0):
         o = O[f]
         t = T[f]
         for d in range(kh):
@@ -655,7 +674,8 @@ def _conv_row(src, li, dst, lo, y, op, fop, act, s1, i1, s2, i2, a2, b2, nc, T, 
 def _finish_row(O, RO, nc, scale, sb2, tr, act, s1, i1, s2, i2, a2, b2, dst, ob):
     """The weight map (``_weights``) of a row's filter sums O of the first ``nc`` components
     (G: 4) into ``dst`` from flat offset ``ob``, through the leaky dual (``_leaky``) where
-    ``act``, in loops as ``_taps3_row``'s; G is stored only where summed."""
+    ``act``: without G in one loop; with G, the weight map, then G's, then the dual in place
+    (no loop stores to four arrays, and none branches inside: they vectorise)."""
     oc, oD, oC, oG = O[0], O[1], O[2], O[3]
     dc, dD, dC, dG = dst[0, ob:ob + RO], dst[1, ob:ob + RO], dst[2, ob:ob + RO], dst[3, ob:ob + RO]
     if act and nc == 3:
@@ -766,9 +786,7 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
             i, g = rows[k], groups[k]
             cur = 0
             l0 = lay[0]
-            if held[0] < 0 or not np.array_equal(lay[held[0]], l0):
-                _clear_border(buf[0], l0)
-            held[0] = 0
+            _hold(buf, held, 0, lay, 0)
             for y in range(h):  # stage 0: the input covariances and gaps
                 for z in range(ch):
                     _lanes(x1[i, y, :, z], bX[z])
@@ -784,9 +802,7 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                 s = o + 2 if fused else o + 1   # the stage this pass writes
                 q = o + 1 if fused else o       # the activation's op, if any
                 nxt = 1 - cur
-                if held[nxt] < 0 or not np.array_equal(lay[held[nxt]], lay[s]):
-                    _clear_border(buf[nxt], lay[s])
-                held[nxt] = s
+                _hold(buf, held, nxt, lay, s)
                 RO = iops[o, 11] * L
                 a2, b2 = fops[q, 3], fops[q, 4]
                 for y in range(iops[o, 10]):
