@@ -392,3 +392,6 @@ def test_convolutional_nets_stream_image_blocks_and_resume_from_a_checkpoint(tmp
     with pytest.raises(ValueError, match="streaming_smallest_angles: convolutional nets run on "
                                          "backend 'numpy' only"):
         streaming_smallest_angles(x, depths=[1], activations=nets, backend="jax")
+    with pytest.raises(ValueError, match="streaming_smallest_angles: convolutional nets run one "
+                                         "block at a time on numba's threads"):
+        streaming_smallest_angles(x, depths=[1], activations=nets, workers=2)

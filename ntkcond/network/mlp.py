@@ -50,6 +50,11 @@ class NetFamily:
 
     takes_images = False
 
+    def inputs(self, ds):
+        """The examples of the data set ``ds`` as this family's nets take them: its rows
+        ``ds.x`` (n, d), or its NHWC images ``ds.images`` (n, H, W, C) (``takes_images``)."""
+        return ds.images if self.takes_images else ds.x
+
 
 @dataclasses.dataclass(frozen=True)
 class MLPFamily(NetFamily):

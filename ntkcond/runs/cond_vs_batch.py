@@ -88,8 +88,7 @@ def cond_vs_batch(ds: datasets.Dataset, *, out: str | None, sizes=None, max_n: i
     depths = sorted({as_int(L, "depth", where, 0) for L in depths})
     acts = resolve_mlps(activations, w_std, b_std, residual, where=where)
     opts = acts[0].options()
-    # the batches as the nets take them: rows, or NHWC images for convolutional nets
-    data = ds.images if acts[0].takes_images else ds.x
+    data = acts[0].inputs(ds)  # rows, or NHWC images (CNNs)
     n_all, d = ds.x.shape
     n_max = min(n_all, as_int(max_n, "max_n", where, 2))
     if sizes is not None:

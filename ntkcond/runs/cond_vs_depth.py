@@ -131,8 +131,7 @@ def cond_vs_depth(ds: datasets.Dataset, *, out: str | None, batch: int = 512, de
                                                          where=where)}
     acts = list(parsed)
     opts = next(iter(parsed.values())).options()
-    # the batches as the nets take them: rows, or NHWC images for convolutional nets
-    data = ds.images if next(iter(parsed.values())).takes_images else ds.x
+    data = next(iter(parsed.values())).inputs(ds)  # rows, or NHWC images (CNNs)
     widths = _unique_widths(widths, where)
     seeds = list(range(as_int(seeds, "seeds", where, 1)))
     index_batches = datasets.batches(ds, batch, seed=seed, shuffle=not in_order,

@@ -81,8 +81,7 @@ def min_angle(ds: datasets.Dataset, *, out: str | None, depths=range(11), activa
         if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= len(x):
             raise ValueError(f"{where}: expected --limit 2 <= N <= {len(x)} ({ds.name}), got {limit!r}")
         x = x[:limit]
-    # the data as the nets take them: rows, or NHWC images for convolutional nets
-    data = ds.images[:len(x)] if nets[0].takes_images else x
+    data = nets[0].inputs(ds)[:len(x)]  # rows, or NHWC images (CNNs)
     config = {"dataset": ds.name, "split": ds.split, "n": int(x.shape[0]), "d": int(x.shape[1]),
               "depths": depths, "activations": acts, "width": "inf", "trainable": trainable,
               "block": block, "backend": backend, "devices": devices, "dtype": dtype,

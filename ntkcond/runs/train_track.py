@@ -604,8 +604,7 @@ def _run_command(args):
     schedule = snapshot_steps(args.steps, args.snapshots, args.spacing, at)
     ds = load_data(args)
     check_batch(args.train, ds, "--train")
-    data = ds.images if net.takes_images else ds.x  # NHWC images for --arch cnn
-    model = build_model(net, data.shape[1:], depth=depth, width=args.width,
+    model = build_model(net, net.inputs(ds).shape[1:], depth=depth, width=args.width,
                         init_seed=args.init_seed, init_scale=args.init_scale)
     try:
         run = train_track(ds, model, out=args.out, n=args.train,

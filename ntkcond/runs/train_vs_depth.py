@@ -153,8 +153,7 @@ def train_vs_depth(ds: datasets.Dataset, *, out: str | None, n: int = 256, depth
     max_steps = as_int(max_steps, "max_steps", where, 1)
     init_seed = as_int(init_seed, "init_seed", where, 0)
     index = datasets.batches(ds, as_int(n, "n", where, 2), seed=seed, max_batches=1)[0]
-    # the batch as the nets take it: rows, or NHWC images for convolutional nets
-    data = ds.images if next(iter(nets.values())).takes_images else ds.x
+    data = next(iter(nets.values())).inputs(ds)  # rows, or NHWC images (CNNs)
     x, y = data[index], make_targets(ds.y[index], target, center=center)
     config = {"dataset": ds.name, "split": ds.split, "n": len(index), "depths": depths,
               "activations": acts, "widths": widths, "target": target, "center": bool(center),

@@ -233,6 +233,7 @@ def streaming_smallest_angles(
         the numpy backend is always float64.
       workers: numpy backend, recursion route: threads over the blocks of a block row
         (default: CPU count, ≤ 8); the pairs route's GEMMs use the BLAS threads.
+        Convolutional nets: None only (their image kernels run on numba's threads).
       checkpoint: path of a JSON checkpoint, written atomically after every block row and
         read at the start to resume; None for no checkpoint. Each method has its own format
         (a pairs checkpoint does not depend on depths, activations or trainable); a recursion
@@ -266,8 +267,8 @@ def streaming_smallest_angles(
     workers, max_row_blocks, devices = _check_options(workers, max_row_blocks, devices, progress,
                                                       checkpoint, where)
     if any(net.takes_images for net in nets):
-        return _image_angles(x, nets, depths, trainable, block, backend, dtype, checkpoint,
-                             progress, max_row_blocks, where)
+        return _image_angles(x, nets, depths, trainable, block, backend, dtype, workers,
+                             checkpoint, progress, max_row_blocks, where)
     x = as_data(x, where, "x")
     n, d = x.shape
     if n < 2:
@@ -332,12 +333,12 @@ def _result(best, plan, n, d, block, trainable, backend, n_devices, dtype, secon
     )
 
 
-def _image_angles(x, nets, depths, trainable, block, backend, dtype, checkpoint, progress,
-                  max_row_blocks, where) -> StreamingAngles:
+def _image_angles(x, nets, depths, trainable, block, backend, dtype, workers, checkpoint,
+                  progress, max_row_blocks, where) -> StreamingAngles:
     """``streaming_smallest_angles`` of convolutional nets (``CNNFamily``) on NHWC images x:
     the block recursion over all pairs (``blocks.ImageAnglePlan``: the image kernels' angle
     terms per block, every depth in one pass), numpy, float64, one block at a time (the image
-    kernels run on numba's threads); ``fallback`` lists every target (no certificate: the
+    kernels run on numba's threads: ``workers`` refused); ``fallback`` lists every target (no certificate: the
     angles are not a function of the input angle) and ``method`` is "recursion"."""
     from ..infinite.images import image_pair
     from .blocks import ImageAnglePlan
@@ -351,6 +352,9 @@ def _image_angles(x, nets, depths, trainable, block, backend, dtype, checkpoint,
     if dtype != "float64":
         raise ValueError(f"{where}: convolutional nets are computed in float64, got dtype "
                          f"{dtype!r}")
+    if workers is not None:
+        raise ValueError(f"{where}: convolutional nets run one block at a time on numba's "
+                         f"threads (NUMBA_NUM_THREADS), got workers {workers!r}")
     images, _ = image_pair(x, None, where)
     n = images.shape[0]
     if n < 2:
