@@ -44,7 +44,8 @@ def test_depth_zero_flatten_is_the_linear_kernel():
 
 
 @pytest.mark.parametrize("act, readout", [("relu", "flatten"), ("linear", "gap"),
-                                          ("leaky:-0.5", "flatten"), ("erf", "flatten")])
+                                          ("leaky:-0.5", "flatten"), ("erf", "flatten"),
+                                          ("relu", "gap"), ("leaky:-0.5", "gap")])
 def test_one_pass_sweep_equals_each_depth(act, readout):
     """The sweep's kernels and angles (one pass, read-outs after every depth; erf: the layer
     maps per depth) equal each depth's own net to 1e-14 of the scale."""

@@ -221,6 +221,16 @@ LAYER_MAP_NETS = {
     # work item (the compiled route once left the input's NTK padding from the last item)
     "circular_three_linear": lambda ro: stax.serial(
         *[stax.Conv(4, (3, 3), padding="CIRCULAR", W_std=1.1)] * 3, ro, stax.Dense(1)),
+    # the pooling route's 3 × 3 SAME path in every arrangement: a stage handed padded to the
+    # next convolution with and without an activation between, then to a strided one (taken
+    # out of the padded layout), then on a smaller image in the buffers the larger one used
+    "same3_mixed": lambda ro: stax.serial(
+        stax.Conv(4, (3, 3), padding="SAME", W_std=1.3, b_std=0.2),
+        stax.Conv(4, (3, 3), padding="SAME", W_std=1.2), stax.Relu(),
+        stax.Conv(4, (3, 3), padding="SAME", W_std=1.4), stax.LeakyRelu(-0.3),
+        stax.Conv(4, (3, 3), strides=(2, 2), padding="SAME", W_std=1.1), stax.Relu(),
+        stax.Conv(4, (3, 3), padding="SAME", W_std=1.5, b_std=0.1), stax.Abs(),
+        stax.Conv(4, (3, 3), padding="SAME", W_std=0.9), ro, stax.Dense(1)),
 }
 
 

@@ -26,7 +26,13 @@ item is stored padded for the convolution that reads it (``_layouts``), so every
 weight map and dual runs over contiguous rows; an activation right after a convolution is
 applied in the same pass, and the 3 × 3 stride-1 filter in the same loop (``_taps3_dual_row``). The
 loops are written without branches inside them, and none writes four arrays it does not read
-(the compiler vectorises neither). The per-image diagonals
+(the compiler vectorises neither). The pooling route (``GlobalAvgPool``: every pixel pair of
+a pair of images) keeps a stage read by a 3 × 3, stride-1 SAME convolution padded for it in one
+of two buffers, reading one and writing the other (``_taps3_pairs``: for each output row the
+filter's row sums once, then per row pixel its column sums, the weight map and the dual in one
+loop over the row pixel's whole run of column pixels); the first convolution writes its rows
+there from the images' patches (``_first_conv``), and a stage read out is summed while in
+cache (the last never stored). The per-image diagonals
 (variances q and Θ(x, x) per pixel, at every stage) come first from a cheap pass over the
 images; the pairs then carry only their own c, D, C (and G for gradient angles).
 
@@ -127,6 +133,16 @@ class ConvChain:
         """(q, A): each image's per-pixel variance and NTK diagonal after every stage,
         (n, n_ops + 1, P_max) float64 (stage 0 the input)."""
         return _selves(np.ascontiguousarray(x, dtype=np.float64), self.iops, self.fops)
+
+    def pair_buffer_bytes(self, threads: int) -> int:
+        """Bytes of the pooling route's per-thread buffers (``_full_items``: the pixel-pair
+        state, the padded and the partly summed arrays) for ``threads`` threads."""
+        h, w = self.image_shape
+        pmax = max([h * w] + [int(r[10] * r[11]) for r in self.iops])
+        tmax, padmax, rowmax, colmax, longmax = _full_sizes(self.iops)
+        floats = (8 * pmax * pmax + 2 * 4 * padmax + 5 * longmax + 4 * colmax * rowmax + tmax
+                  + 8 * pmax + 4 * rowmax)
+        return 8 * floats * threads
 
     @staticmethod
     def in_range(*arrays) -> bool:
@@ -920,37 +936,187 @@ def _conv_pair_rows(src, dst, fr, fc, gap, h, w, kh, kw, sh, sw, ph, pw, circ, o
 @njit(**_JIT)
 def _pad_pair_array(src, fr, fc, gap, h, w, ph, pw, hp, wp, Pad):
     """The pixel-pair array src (h, w, h, w) padded to (hp, wp, hp, wp) as the layer maps pad
-    it (``ntkcond.network.spatial._pad_full``): zeros, and for a gap array ½q of the side
-    inside (fr, fc) where one pixel of the pair is outside the image."""
+    it (``ntkcond.network.spatial._pad_full``): the image's pixel pairs copied in, the rest
+    as ``_pad_border`` writes it."""
     P = h * w
+    WP = hp * wp
+    for a in range(h):
+        for b in range(w):
+            row = Pad[((a + ph) * wp + b + pw) * WP:((a + ph) * wp + b + pw + 1) * WP]
+            base = (a * w + b) * P
+            for a2 in range(h):
+                o = (a2 + ph) * wp + pw
+                row[o:o + w] = src[base + a2 * w:base + (a2 + 1) * w]
+    _pad_border(Pad, fr, fc, gap, h, w, ph, pw, hp, wp)
+
+
+@njit(**_JIT)
+def _pad_border(Pad, fr, fc, gap, h, w, ph, pw, hp, wp):
+    """The cells of a padded pixel-pair array (hp, wp, hp, wp; the image's pixel pairs from
+    (ph, pw) on both sides) where a pixel of the pair is outside the image: zeros, and for a
+    gap array ½q of the side inside (fr, fc: ½q of the rows' and the columns' pixels); the
+    image's pixel pairs are left as they are."""
     WP = hp * wp
     for a in range(hp):
         ra = a - ph
         for b in range(wp):
             rb = b - pw
-            left = 0 <= ra < h and 0 <= rb < w
             row = Pad[(a * wp + b) * WP:(a * wp + b + 1) * WP]
-            vr = fr[ra * w + rb] if (left and gap) else 0.0
-            for a2 in range(hp):
-                r2 = a2 - ph
-                seg = row[a2 * wp:(a2 + 1) * wp]
-                if 0 <= r2 < h:
-                    if gap and not left:  # only the column pixel can be inside: its ½q
-                        for b2 in range(pw):
-                            seg[b2] = 0.0
-                        seg[pw:pw + w] = fc[r2 * w:(r2 + 1) * w]
-                        for b2 in range(pw + w, wp):
-                            seg[b2] = 0.0
-                    elif left:
-                        for b2 in range(pw):
-                            seg[b2] = vr
-                        seg[pw:pw + w] = src[(ra * w + rb) * P + r2 * w:(ra * w + rb) * P + (r2 + 1) * w]
-                        for b2 in range(pw + w, wp):
-                            seg[b2] = vr
-                    else:
-                        seg[:] = 0.0
-                else:
-                    seg[:] = vr
+            if 0 <= ra < h and 0 <= rb < w:  # the row pixel inside: its ½q where the column's
+                v = fr[ra * w + rb] if gap else 0.0  # pixel is outside
+                for t in range(ph * wp):
+                    row[t] = v
+                for a2 in range(ph, ph + h):
+                    for t in range(a2 * wp, a2 * wp + pw):
+                        row[t] = v
+                    for t in range(a2 * wp + pw + w, (a2 + 1) * wp):
+                        row[t] = v
+                for t in range((ph + h) * wp, WP):
+                    row[t] = v
+            else:  # the row pixel outside: the column pixel's ½q where it is inside
+                row[:] = 0.0
+                if gap:
+                    for a2 in range(h):
+                        o = (a2 + ph) * wp + pw
+                        row[o:o + w] = fc[a2 * w:(a2 + 1) * w]
+
+
+@njit(**_JIT)
+def _unpad_pair_array(Pad, h, w, ph, pw, hp, wp, dst):
+    """The image's pixel pairs of a padded pixel-pair array (``_pad_pair_array``'s layout)
+    into dst (h, w, h, w)."""
+    P = h * w
+    WP = hp * wp
+    for a in range(h):
+        for b in range(w):
+            row = Pad[((a + ph) * wp + b + pw) * WP:((a + ph) * wp + b + pw + 1) * WP]
+            base = (a * w + b) * P
+            for a2 in range(h):
+                o = (a2 + ph) * wp + pw
+                dst[base + a2 * w:base + (a2 + 1) * w] = row[o:o + w]
+
+
+@njit(**_JIT)
+def _rows3(a, b, c, o):
+    """o = a + b + c, cell by cell (a 3 × 3 filter's sum over its rows)."""
+    for e in range(o.size):
+        o[e] = a[e] + b[e] + c[e]
+
+
+@njit(inline="always", **_JIT)
+def _cols3(t0, t1, t2, e):
+    """A 3 × 3 filter sum at cell e from its columns' row sums (``_rows3``: column δx of the
+    filter one cell further): ``_taps3``'s order."""
+    return (t0[e] + t1[e + 1]) + t2[e + 2]
+
+
+@njit(**_JIT)
+def _taps3_pairs(src, dst, hp, wp, oh, ow, scale, sb2, tr, nc, act, s1, i1, s2, i2, a2, b2, T,
+                 capture, keep, sums, acc):
+    """A 3 × 3, stride-1 SAME convolution of a pixel-pair state padded for it (src (nc, …),
+    each component (hp, wp, hp, wp) with one cell of padding on every side, as
+    ``_pad_pair_array`` writes it) into dst in the same layout, output row pixel (y, x) into
+    dst's (y + 1, x + 1). Eq. (1)'s filter sums, separably: for output row y, each padded
+    column xx's sum over the filter's rows, T[f, xx] = Σ_δy src[f, (y + δy, xx), · + δy·wp]
+    (``_rows3``: every source row read once per output row), then per row pixel the sum over
+    its columns (``_cols3``), the weight map (``_weights``) and, where ``act``, the leaky dual
+    after it (s1, i1: √q, 1/√q of the row image's output pixels; s2, i2: the column image's,
+    in the padded layout's row stride wp). Each row pixel's outputs are one run of
+    n = (oh − 1)·wp + ow cells, the padding columns between the image's rows included (their
+    values meaningless, overwritten by ``_pad_border`` or never read): loops without a
+    branch, which the compiler vectorises. Without G and with the dual, all of it in one loop
+    (the hot case); otherwise the weight map of c, D, C, then G's
+    (G = (s_w²/k)·ΣG + [trainable]·D), then the dual in place. T: (4, wp, n + 2) scratch.
+
+    Where ``capture``, each row pixel's outputs are summed while in cache (``_image_sum``, as
+    ``_pair_mean`` sums) into sums (2, 4): the totals and the current block's, for the
+    stage's means; unless ``keep``, the rows go to a scratch run at dst's start instead (a
+    stage only read out, never stored)."""
+    WP = hp * wp
+    n = (oh - 1) * wp + ow
+    m = n + 2
+    d = wp * WP + wp  # one filter row further on both sides
+    for y in range(oh):
+        for xx in range(wp):
+            r = (y * wp + xx) * WP
+            for f in range(nc):
+                a = src[f]
+                _rows3(a[r:r + m], a[r + d:r + d + m], a[r + 2 * d:r + 2 * d + m], T[f, xx, :m])
+        for x in range(ow):
+            p = y * ow + x
+            ob = ((y + 1) * wp + x + 1) * WP + wp + 1 if keep else 0
+            sq1, is1 = s1[p], i1[p]
+            c0, c1, c2 = T[0, x], T[0, x + 1], T[0, x + 2]
+            d0, d1, d2 = T[1, x], T[1, x + 1], T[1, x + 2]
+            e0, e1, e2 = T[2, x], T[2, x + 1], T[2, x + 2]
+            dc, dD, dC = dst[0, ob:ob + n], dst[1, ob:ob + n], dst[2, ob:ob + n]
+            dG = dst[nc - 1, ob:ob + n]
+            if act and nc == 3:
+                for e in range(n):
+                    c, D, C, _ = _weights(_cols3(c0, c1, c2, e), _cols3(d0, d1, d2, e),
+                                          _cols3(e0, e1, e2, e), 0.0, scale, sb2, tr)
+                    dc[e], dD[e], dC[e], _ = _leaky(sq1, is1, s2[e], i2[e], c, D, C, 0.0, a2, b2)
+            else:
+                _weights_row(c0, c1, c2, d0, d1, d2, e0, e1, e2, T, x, scale, sb2, tr, nc, act,
+                             sq1, is1, s2, i2, a2, b2, dc, dD, dC, dG)
+            if capture:
+                for f in range(nc):
+                    sums[1, f] += _image_sum(dst[f, ob:ob + n], oh, ow, wp, acc)
+                if (p + 1) % BLOCK == 0:
+                    for f in range(nc):
+                        sums[0, f] += sums[1, f]
+                        sums[1, f] = 0.0
+
+
+@njit(**_JIT)
+def _weights_row(c0, c1, c2, d0, d1, d2, e0, e1, e2, T, x, scale, sb2, tr, nc, act, sq1, is1, s2,
+                 i2, a2, b2, dc, dD, dC, dG):
+    """``_taps3_pairs``' other cases on row pixel x's run: the weight map of c, D, C, then
+    G's, then (``act``) the dual in place."""
+    n = dc.size
+    for e in range(n):
+        dc[e], dD[e], dC[e], _ = _weights(_cols3(c0, c1, c2, e), _cols3(d0, d1, d2, e),
+                                          _cols3(e0, e1, e2, e), 0.0, scale, sb2, tr)
+    if nc == 4:
+        g0, g1, g2 = T[3, x], T[3, x + 1], T[3, x + 2]
+        for e in range(n):
+            dG[e] = scale * _cols3(g0, g1, g2, e) + tr * dD[e]
+    if act:
+        _dual_row(n, sq1, is1, s2, i2, dc, dD, dC, dG, a2, b2, nc == 4)
+
+
+@njit(**_JIT)
+def _image_sum(a, h, w, wp, acc):
+    """Σ of one row pixel's image cells in a run at row stride wp (h rows of w cells): each
+    column x′'s sum over the rows (into acc, w cells: a loop the compiler vectorises), then
+    over x′."""
+    acc[:w] = a[:w]
+    for y2 in range(1, h):
+        r = a[y2 * wp:y2 * wp + w]
+        for e in range(w):
+            acc[e] += r[e]
+    total = 0.0
+    for e in range(w):
+        total += acc[e]
+    return total
+
+
+@njit(inline="always", **_JIT)
+def _same3(iops, o):
+    """Operation o is a 3 × 3, stride-1 SAME convolution (its output the input's size, one
+    cell of padding on every side): ``_taps3_pairs``' case."""
+    return (iops[o, 0] == _CONV and iops[o, 1] == 3 and iops[o, 2] == 3 and iops[o, 3] == 1
+            and iops[o, 4] == 1 and iops[o, 7] == 0 and iops[o, 10] == iops[o, 8]
+            and iops[o, 11] == iops[o, 9])
+
+
+@njit(**_JIT)
+def _strided(a, h, w, wp, out):
+    """out[y·wp + x] = a[y·w + x] (a per-pixel array in a padded layout's row stride; the
+    cells x ≥ w zero)."""
+    out[:] = 0.0
+    for y in range(h):
+        out[y * wp:y * wp + w] = a[y * w:(y + 1) * w]
 
 
 @njit(**_JIT)
@@ -1000,25 +1166,29 @@ def _conv_pairs_all(Pads, hp, wp, kh, kw, oh, ow, TL, outP, state, sw2, sb2, tr,
 
 
 @njit(**_JIT)
-def _sum_all(a, n):
-    """Σ a[:n] in blocks of BLOCK·BLOCK (two-level summation)."""
+def _pair_mean(a, h, w, ph, pw, hp, wp, acc):
+    """The mean over every pixel pair of a pixel-pair array (h, w, h, w) stored padded as
+    (hp, wp, hp, wp), the image's pairs from (ph, pw) on both sides (plainly: hp, wp = h, w
+    and ph = pw = 0): per row pixel each column x′'s sum over the column image's rows (into
+    acc: ``_image_sum``), then over x′; the row pixels' totals in blocks of BLOCK (error ≲ (h + w + BLOCK + hw/BLOCK)·eps of Σ|a|)."""
+    WP = hp * wp
     total = 0.0
-    step = BLOCK * BLOCK
-    for b0 in range(0, n, step):
-        part = 0.0
-        for t in range(b0, min(n, b0 + step)):
-            part += a[t]
-        total += part
-    return total
+    part = 0.0
+    for p in range(h * w):
+        base = ((p // w + ph) * wp + p % w + pw) * WP + ph * wp + pw
+        part += _image_sum(a[base:], h, w, wp, acc)
+        if (p + 1) % BLOCK == 0:
+            total += part
+            part = 0.0
+    return (total + part) / (h * w * h * w)
 
 
 @njit(**_JIT)
-def _full_capture(out, k, slot, c, D, C, G, N):
-    """The means over every pixel pair of the current stage into out[k, slot]."""
-    out[k, slot, 0] = _sum_all(c, N) / N
-    out[k, slot, 1] = _sum_all(D, N) / N
-    out[k, slot, 2] = _sum_all(C, N) / N
-    out[k, slot, 3] = _sum_all(G, N) / N
+def _full_capture(out, k, slot, arr, nc, h, w, ph, pw, hp, wp, acc):
+    """The means over every pixel pair of the current stage's c, D, C (and G where nc = 4; 0
+    otherwise) into out[k, slot], from arr (≥ nc, …) in ``_pair_mean``'s layout."""
+    for f in range(4):
+        out[k, slot, f] = _pair_mean(arr[f], h, w, ph, pw, hp, wp, acc) if f < nc else 0.0
 
 
 @njit(**_JIT)
@@ -1050,44 +1220,59 @@ def _patches(x, kh, kw, sh, sw, ph, pw, circ, oh, ow, out, sq):
 
 
 @njit(**_JIT)
-def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, c, D, C, G, angles):
+def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, act, a2, b2, s1, i1, s2, i2, dst, nc,
+                ph, pw, hp, wp, spare):
     """The state after the first convolution of a pair of images, straight from their patches
     (the input covariances x[p]·x′[p′]/C summed over the filter's offsets are the patches' dot
     products): c = s_w²·(πᵢ[p]·πⱼ[p′])/(kC) + s_b², D = s_w²·½|πᵢ[p] − πⱼ[p′]|²/(kC) (a sum of
     squares where ½(|πᵢ|² + |πⱼ|²) − πᵢ·πⱼ falls below ``REFINE`` of ½(|πᵢ|² + |πⱼ|²): the
     gap exact for near-duplicate patches; its one-sided fills are the zeros in the patches),
-    C = [trainable]·c, G = [trainable]·D (the NTK of the input is 0)."""
-    kh, kw, sh, sw, ph, pw, circ = (iops[0, 1], iops[0, 2], iops[0, 3], iops[0, 4], iops[0, 5],
-                                    iops[0, 6], iops[0, 7])
+    C = [trainable]·c, G = [trainable]·D (the NTK of the input is 0; G only where nc = 4);
+    where ``act``, the leaky dual after it (s1, i1: √q and 1/√q of the row image's output
+    pixels; s2, i2: the column image's, at dst's row stride wp). Into the first ``nc``
+    components of dst in ``_pair_mean``'s layout (ph, pw, hp, wp), each row pixel's cells as
+    one run of (oh − 1)·wp + ow (the padding columns between the image's rows included: their
+    values meaningless, as ``_taps3_pairs``'). pjt, nj: (kc, ≥ hp·wp), (≥ hp·wp) scratch;
+    spare: a scratch run for G where nc = 3."""
+    kh, kw, sh, sw, pad_h, pad_w, circ = (iops[0, 1], iops[0, 2], iops[0, 3], iops[0, 4],
+                                          iops[0, 5], iops[0, 6], iops[0, 7])
     oh, ow = iops[0, 10], iops[0, 11]
     P = oh * ow
+    WP = hp * wp
+    n = (oh - 1) * wp + ow
     kc = pi.shape[1]
     sw2, sb2, tr = fops[0, 0], fops[0, 1], fops[0, 2]
-    _patches(xi, kh, kw, sh, sw, ph, pw, circ, oh, ow, pi, ni)
+    _patches(xi, kh, kw, sh, sw, pad_h, pad_w, circ, oh, ow, pi, ni)
     pj = np.empty((P, kc))
-    _patches(xj, kh, kw, sh, sw, ph, pw, circ, oh, ow, pj, nj)
-    for t in range(kc):  # transposed: the products below run over p′
-        for r in range(P):
-            pjt[t, r] = pj[r, t]
+    nj0 = np.empty(P)
+    _patches(xj, kh, kw, sh, sw, pad_h, pad_w, circ, oh, ow, pj, nj0)
+    pjt[:, :n] = 0.0  # transposed, at the row stride wp: the products below run over p′
+    nj[:n] = 0.0
+    for r in range(P):
+        e = (r // ow) * wp + r % ow
+        nj[e] = nj0[r]
+        for t in range(kc):
+            pjt[t, e] = pj[r, t]
     scale = sw2 / kc
     for p in range(P):
-        crow = c[p * P:(p + 1) * P]
-        drow = D[p * P:(p + 1) * P]
+        base = ((p // ow + ph) * wp + p % ow + pw) * WP + ph * wp + pw
+        crow, drow, Crow = dst[0, base:base + n], dst[1, base:base + n], dst[2, base:base + n]
+        Grow = dst[3, base:base + n] if nc == 4 else spare[:n]
         crow[:] = 0.0
         for t in range(kc):
             u = pi[p, t]
-            v = pjt[t, :P]
-            for r in range(P):
+            v = pjt[t, :n]
+            for r in range(n):
                 crow[r] += u * v[r]
         half_i = 0.5 * ni[p]
         small = False
-        for r in range(P):
+        for r in range(n):
             mean = half_i + 0.5 * nj[r]
             gap = mean - crow[r]
             drow[r] = gap
             small = small or gap < REFINE * mean
         if small:  # near-duplicate patches: the gap as a sum of squares
-            for r in range(P):
+            for r in range(n):
                 mean = half_i + 0.5 * nj[r]
                 if drow[r] < REFINE * mean:
                     g = 0.0
@@ -1095,16 +1280,33 @@ def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, c, D, C, G, angles):
                         e = pi[p, t] - pjt[t, r]
                         g += e * e
                     drow[r] = 0.5 * g
-        for r in range(P):
-            cn = scale * crow[r] + sb2
-            dn = scale * max(drow[r], 0.0)
-            crow[r] = cn
-            drow[r] = dn
-        Crow = C[p * P:(p + 1) * P]
-        Grow = G[p * P:(p + 1) * P]
-        for r in range(P):
+        for r in range(n):
+            crow[r] = scale * crow[r] + sb2
+            drow[r] = scale * max(drow[r], 0.0)
+        for r in range(n):  # (one loop per array written: each vectorises)
             Crow[r] = tr * crow[r]
-            Grow[r] = tr * drow[r] if angles else 0.0
+        for r in range(n):
+            Grow[r] = tr * drow[r]
+        if act:
+            _dual_row(n, s1[p], i1[p], s2, i2, crow, drow, Crow, Grow, a2, b2, nc == 4)
+
+
+@njit(**_JIT)
+def _full_sizes(iops):
+    """The sizes of ``_full_items``' buffers: (a filter's padded row pairs, a padded
+    pixel-pair array, a padded image, a padded row, a long run of rows), each the largest
+    over the chain's convolutions."""
+    tmax, padmax, rowmax, colmax, longmax = 1, 1, 1, 1, 1
+    for o in range(iops.shape[0]):
+        if iops[o, 0] == _CONV:
+            wp = (iops[o, 11] - 1) * iops[o, 4] + iops[o, 2]
+            hp = (iops[o, 10] - 1) * iops[o, 3] + iops[o, 1]
+            tmax = max(tmax, wp * wp)
+            padmax = max(padmax, (hp * wp) ** 2)
+            rowmax = max(rowmax, hp * wp)
+            colmax = max(colmax, wp)
+            longmax = max(longmax, wp * (iops[o, 10] * wp + iops[o, 2]))
+    return tmax, padmax, rowmax, colmax, longmax
 
 
 @njit(parallel=True, **_JIT)
@@ -1119,21 +1321,13 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
     P0 = h * w
     nops = iops.shape[0]
     pmax = S1.shape[2]
-    tmax = 1
-    padmax = 1
-    longmax = 1
-    for o in range(nops):
-        if iops[o, 0] == _CONV:
-            wp = (iops[o, 11] - 1) * iops[o, 4] + iops[o, 2]
-            hp = (iops[o, 10] - 1) * iops[o, 3] + iops[o, 1]
-            tmax = max(tmax, wp * wp)
-            padmax = max(padmax, (hp * wp) ** 2)
-            longmax = max(longmax, wp * (iops[o, 10] * wp + iops[o, 2]))
+    tmax, padmax, rowmax, colmax, longmax = _full_sizes(iops)
     K = rows.size
     out = np.zeros((K, ncap, 4))
     # the first convolution straight from patches unless the input stage itself is read out
     patches = nops > 0 and iops[0, 0] == _CONV and cap[0] < 0
     threads = max(1, min(threads, K))
+    nc = 4 if angles else 3  # the components carried: c, D, C (and G for angles)
     for thread in prange(threads):
         n = pmax * pmax
         state = np.zeros((4, n))
@@ -1143,9 +1337,14 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
         xjt = np.empty((ch, P0))
         P1 = iops[0, 10] * iops[0, 11] if nops else 1
         kc = iops[0, 1] * iops[0, 2] * ch if nops else 1
-        pi, pjt = np.empty((P1, kc)), np.empty((kc, P1))
-        ni, nj = np.empty(P1), np.empty(P1)
-        Pads = np.empty((4 if angles else 3, padmax))
+        pi, pjt = np.empty((P1, kc)), np.empty((kc, rowmax))
+        ni, nj = np.empty(P1), np.empty(rowmax)
+        Pads = np.empty((2, 4 if angles else 3, padmax))  # two: read one, write the other
+        s2p, i2p = np.zeros(rowmax), np.zeros(rowmax)
+        T3 = np.empty((4, colmax, rowmax))  # the 3 × 3 path's row sums (``_taps3_pairs``)
+        spare = np.empty(rowmax)  # ``_first_conv``'s G without angles
+        sums = np.zeros((2, 4))  # ``_taps3_pairs``' read-out sums
+        acc = np.empty(pmax)  # ``_pair_mean``'s column sums
         TL3 = np.zeros((4 if angles else 3, longmax))
         outP = np.empty(longmax)
         half_r, half_c = np.empty(pmax), np.empty(pmax)
@@ -1153,12 +1352,34 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
         for k in range(thread, K, threads):
             i, j = rows[k], cols[k]
             first = 0
-            if patches:  # the first convolution from the images' patches (``_first_conv``)
-                _first_conv(x1[i], x2[j], iops, fops, pi, pjt, ni, nj, c, D, C, G, angles)
+            skip = -1  # an activation already applied with the operation before it
+            # where the current stage is: Pads[cur] (padded, for the 3 × 3 path) or state
+            cur, padded = 0, False
+            held = -1  # the operation whose input Pads[cur] holds (its padding still to fill)
+            done = -1  # a stage read out with the operation that wrote it
+            if patches:  # the first convolution from the images' patches (``_first_conv``),
+                # the activation after it fused unless the convolution's stage is read out
+                act = nops > 1 and iops[1, 0] == _LEAKY and cap[1] < 0
+                q = 1 if act else 0
+                oh, ow = iops[0, 10], iops[0, 11]
+                padded = q + 1 < nops and _same3(iops, q + 1)
+                hp1, wp1, pad1 = (oh + 2, ow + 2, 1) if padded else (oh, ow, 0)
+                _strided(S2[j, q], oh, ow, wp1, s2p)
+                _strided(I2[j, q], oh, ow, wp1, i2p)
+                _first_conv(x1[i], x2[j], iops, fops, pi, pjt, ni, nj, act, fops[q, 3],
+                            fops[q, 4], S1[i, q], I1[i, q], s2p, i2p, Pads[cur] if padded
+                            else state, nc, pad1, pad1, hp1, wp1, spare)
+                if padded:  # in the next convolution's layout, its padding still to fill
+                    held = q + 1
                 first = 1
-                if cap[1] >= 0:
-                    P1 = iops[0, 10] * iops[0, 11]
-                    _full_capture(out, k, cap[1], c, D, C, G, P1 * P1)
+                if act:
+                    skip = 1
+                if cap[1] >= 0:  # (then not act)
+                    if padded:
+                        _full_capture(out, k, cap[1], Pads[cur], nc, oh, ow, 1, 1, oh + 2, ow + 2,
+                                      acc)
+                    else:
+                        _full_capture(out, k, cap[1], state, nc, oh, ow, 0, 0, oh, ow, acc)
             xi = x1[i].reshape(P0, ch)
             xj = x2[j].reshape(P0, ch)
             for z in range(ch if not patches else 0):  # the column image's channels as rows
@@ -1182,16 +1403,11 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                 C[:] = 0.0
                 G[:] = 0.0
             if cap[0] >= 0:
-                _full_capture(out, k, cap[0], c, D, C, G, P0 * P0)
-            skip = -1  # an activation already applied with the convolution before it
+                _full_capture(out, k, cap[0], state, nc, h, w, 0, 0, h, w, acc)
             for o in range(first, nops):
                 hin, win, hout, wout = iops[o, 8], iops[o, 9], iops[o, 10], iops[o, 11]
                 Pin, P = hin * win, hout * wout
-                if o == skip:  # its read-out, if any, below
-                    if cap[o + 1] >= 0:
-                        _full_capture(out, k, cap[o + 1], c, D, C, G, P * P)
-                    continue
-                if iops[o, 0] == _CONV:
+                if o != skip and iops[o, 0] == _CONV:
                     kh, kw, sh, sw = iops[o, 1], iops[o, 2], iops[o, 3], iops[o, 4]
                     ph, pw, circ = iops[o, 5], iops[o, 6], iops[o, 7]
                     for p in range(Pin):  # the gaps' one-sided fills: ½q (½Θ) of the side inside
@@ -1202,26 +1418,56 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                     if sh == 1 and sw == 1 and not circ:  # padded once, then long runs
                         hp = hout + kh - 1
                         wp = wout + kw - 1
-                        nc = 4 if angles else 3
-                        for f in range(nc):  # every component padded (copied) first
-                            src = state[f]
+                        src = Pads[cur]
+                        for f in range(nc):  # padded: copied in, unless held padded already
                             fr = half_r if f == 1 else halfA_r
                             fc = half_c if f == 1 else halfA_c
-                            _pad_pair_array(src, fr, fc, f == 1 or f == 3, hin, win, ph, pw, hp,
-                                            wp, Pads[f])
+                            if held == o:
+                                _pad_border(src[f], fr, fc, f == 1 or f == 3, hin, win, ph, pw,
+                                            hp, wp)
+                            else:
+                                _pad_pair_array(state[f], fr, fc, f == 1 or f == 3, hin, win,
+                                                ph, pw, hp, wp, src[f])
                         # the activation after it, fused, unless its stage is read out
                         act = o + 1 < nops and iops[o + 1, 0] == _LEAKY and cap[o + 1] < 0
                         q = o + 1 if act else o
-                        _conv_pairs_all(Pads, hp, wp, kh, kw, hout, wout, TL3, outP, state,
-                                        fops[o, 0], fops[o, 1], fops[o, 2], nc, act, fops[q, 3],
-                                        fops[q, 4], S1[i, q], I1[i, q], S2[j, q], I2[j, q],
-                                        angles)
+                        held = -1
+                        padded = False
+                        if _same3(iops, o):  # into the other padded buffer, in its layout
+                            _strided(S2[j, q], hout, wout, wp, s2p)
+                            _strided(I2[j, q], hout, wout, wp, i2p)
+                            # read out while in cache; stored only where read after
+                            capture = cap[q + 1] >= 0
+                            keep = q + 1 < nops
+                            sums[:] = 0.0
+                            _taps3_pairs(src, Pads[1 - cur], hp, wp, hout, wout, fops[o, 0] / 9.0,
+                                         fops[o, 1], fops[o, 2], nc, act, S1[i, q], I1[i, q],
+                                         s2p, i2p, fops[q, 3], fops[q, 4], T3, capture, keep,
+                                         sums, acc)
+                            if capture:
+                                for f in range(4):
+                                    out[k, cap[q + 1], f] = (sums[0, f] + sums[1, f]) / (P * P)
+                                done = q + 1
+                            cur = 1 - cur
+                            padded = True
+                            if q + 1 < nops and _same3(iops, q + 1):
+                                held = q + 1  # the next convolution reads it there
+                            elif q + 1 < nops:  # the next operation reads it from state
+                                for f in range(nc):
+                                    _unpad_pair_array(Pads[cur, f], hout, wout, 1, 1, hp, wp,
+                                                      state[f])
+                                padded = False
+                        else:
+                            _conv_pairs_all(src, hp, wp, kh, kw, hout, wout, TL3, outP, state,
+                                            fops[o, 0], fops[o, 1], fops[o, 2], nc, act,
+                                            fops[q, 3], fops[q, 4], S1[i, q], I1[i, q],
+                                            S2[j, q], I2[j, q], angles)
                         if act:
                             skip = o + 1
                     else:
                         for y in range(hout):  # row pairs in turn: each block in cache
                             for y2 in range(hout):
-                                for f in range(4 if angles else 3):
+                                for f in range(nc):
                                     src = c if f == 0 else (D if f == 1 else (C if f == 2 else G))
                                     dst = bc if f == 0 else (bD if f == 1 else (bC if f == 2
                                                                                  else bG))
@@ -1232,13 +1478,21 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                                                     y, y2, T)
                         _affine(P * P, fops[o, 0], fops[o, 1], fops[o, 2], bc, bD, bC, bG, c, D,
                                 C, G, angles)
-                else:
+                        held = -1
+                        padded = False
+                elif o != skip:
                     a2, b2 = fops[o, 3], fops[o, 4]
                     s2, i2 = S2[j, o], I2[j, o]
                     for p in range(P):
                         _dual_row(P, S1[i, o, p], I1[i, o, p], s2, i2, c[p * P:(p + 1) * P],
                                   D[p * P:(p + 1) * P], C[p * P:(p + 1) * P],
                                   G[p * P:(p + 1) * P], a2, b2, angles)
-                if cap[o + 1] >= 0:
-                    _full_capture(out, k, cap[o + 1], c, D, C, G, P * P)
+                if cap[o + 1] < 0 or done == o + 1:  # none, or read out already
+                    continue
+                if padded:
+                    _full_capture(out, k, cap[o + 1], Pads[cur], nc, hout, wout, 1, 1, hout + 2,
+                                  wout + 2, acc)
+                else:
+                    _full_capture(out, k, cap[o + 1], state, nc, hout, wout, 0, 0, hout, wout,
+                                  acc)
     return out

@@ -378,15 +378,13 @@ def _rows_of(diag, r0, r1):
 
 
 def _check_pair_buffers(plan, shape, where, memory_limit):
-    """The full mode's per-thread buffers (8 pixel-pair arrays, the padded and the partly
-    summed ones) fit, else ``InsufficientMemoryError`` naming the way out."""
+    """The full mode's per-thread buffers (``ConvChain.pair_buffer_bytes``) fit, else
+    ``InsufficientMemoryError`` naming the way out."""
     from numba import get_num_threads
 
     from .._core.memory import check_memory
 
-    P = shape[1] * shape[2]
-    per_thread = 8 * (10 * P * P + 2 * (shape[1] + 4) ** 2 * (shape[2] + 4) ** 2)
-    check_memory(per_thread * get_num_threads(),
+    check_memory(plan.pair_buffer_bytes(get_num_threads()),
                  f"the pixel-pair buffers of {get_num_threads()} thread(s) for {shape[1]} x "
                  f"{shape[2]} images", memory_limit, where,
                  alternative="use smaller images (e.g. average-pooled), fewer threads "
