@@ -1122,11 +1122,13 @@ def _strided(a, h, w, wp, out):
 @njit(**_JIT)
 def _conv_pairs_all(Pads, hp, wp, kh, kw, oh, ow, TL, outP, state, sw2, sb2, tr, nc, act, a2, b2,
                     s1, i1, s2, i2, angles):
-    """``_conv_pairs_long`` for the nc components at once (Pads (nc, …): each padded), row
-    pixel by row pixel, and with ``act`` the leaky dual of the activation that follows on each
-    row pixel's new values while they are in cache (s1, i1: √q, 1/√q of the row image's
-    output pixels; s2, i2 the column image's), into ``state`` (4, P²): c, D, C, G in turn
-    (C's and G's trained terms read the new c and D)."""
+    """A stride-1 convolution (any k_h × k_w, not CIRCULAR) of the nc components at once
+    (Pads (nc, …): each padded as ``_pad_pair_array`` writes it), row pixel by row pixel:
+    each output row's sums over the filter's rows in TL, then over its columns, and with
+    ``act`` the leaky dual of the activation that follows on each row pixel's new values while
+    they are in cache (s1, i1: √q, 1/√q of the row image's output pixels; s2, i2 the column
+    image's), into ``state`` (4, P²): c, D, C, G in turn (C's and G's trained terms read the
+    new c and D). (The 3 × 3 SAME filter takes ``_taps3_pairs`` instead.)"""
     WP = hp * wp
     run = oh * wp
     Pout = oh * ow
@@ -1170,7 +1172,8 @@ def _pair_mean(a, h, w, ph, pw, hp, wp, acc):
     """The mean over every pixel pair of a pixel-pair array (h, w, h, w) stored padded as
     (hp, wp, hp, wp), the image's pairs from (ph, pw) on both sides (plainly: hp, wp = h, w
     and ph = pw = 0): per row pixel each column x′'s sum over the column image's rows (into
-    acc: ``_image_sum``), then over x′; the row pixels' totals in blocks of BLOCK (error ≲ (h + w + BLOCK + hw/BLOCK)·eps of Σ|a|)."""
+    acc: ``_image_sum``), then over x′; the row pixels' totals in blocks of BLOCK
+    (error ≲ (h + w + BLOCK + hw/BLOCK)·eps of Σ|a|)."""
     WP = hp * wp
     total = 0.0
     part = 0.0
