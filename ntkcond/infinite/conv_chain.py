@@ -139,9 +139,9 @@ class ConvChain:
         state, the padded and the partly summed arrays) for ``threads`` threads."""
         h, w = self.image_shape
         pmax = max([h * w] + [int(r[10] * r[11]) for r in self.iops])
-        tmax, padmax, rowmax, colmax, longmax = _full_sizes(self.iops)
-        floats = (8 * pmax * pmax + 2 * 4 * padmax + 5 * longmax + 4 * colmax * rowmax + tmax
-                  + 8 * pmax + 4 * rowmax)
+        tmax, padmax, rowmax, colmax, longmax, strided = _full_sizes(self.iops)
+        floats = ((8 if strided else 4) * pmax * pmax + 2 * 4 * padmax + 5 * longmax
+                  + 4 * colmax * rowmax + tmax + 8 * pmax + 4 * rowmax)
         return 8 * floats * threads
 
     @staticmethod
@@ -1298,8 +1298,10 @@ def _first_conv(xi, xj, iops, fops, pi, pjt, ni, nj, act, a2, b2, s1, i1, s2, i2
 def _full_sizes(iops):
     """The sizes of ``_full_items``' buffers: (a filter's padded row pairs, a padded
     pixel-pair array, a padded image, a padded row, a long run of rows), each the largest
-    over the chain's convolutions."""
+    over the chain's convolutions, and whether a convolution takes the strided (or CIRCULAR)
+    path, whose sums need a second pixel-pair state."""
     tmax, padmax, rowmax, colmax, longmax = 1, 1, 1, 1, 1
+    strided = False
     for o in range(iops.shape[0]):
         if iops[o, 0] == _CONV:
             wp = (iops[o, 11] - 1) * iops[o, 4] + iops[o, 2]
@@ -1309,7 +1311,8 @@ def _full_sizes(iops):
             rowmax = max(rowmax, hp * wp)
             colmax = max(colmax, wp)
             longmax = max(longmax, wp * (iops[o, 10] * wp + iops[o, 2]))
-    return tmax, padmax, rowmax, colmax, longmax
+            strided = strided or iops[o, 3] != 1 or iops[o, 4] != 1 or iops[o, 7] != 0
+    return tmax, padmax, rowmax, colmax, longmax, strided
 
 
 @njit(parallel=True, **_JIT)
@@ -1324,7 +1327,7 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
     P0 = h * w
     nops = iops.shape[0]
     pmax = S1.shape[2]
-    tmax, padmax, rowmax, colmax, longmax = _full_sizes(iops)
+    tmax, padmax, rowmax, colmax, longmax, strided = _full_sizes(iops)
     K = rows.size
     out = np.zeros((K, ncap, 4))
     # the first convolution straight from patches unless the input stage itself is read out
@@ -1335,7 +1338,8 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
         n = pmax * pmax
         state = np.zeros((4, n))
         c, D, C, G = state[0], state[1], state[2], state[3]
-        bc, bD, bC, bG = np.empty(n), np.empty(n), np.empty(n), np.zeros(n)
+        nb = n if strided else 1  # the strided path's sums (``_conv_pair_rows``)
+        bc, bD, bC, bG = np.empty(nb), np.empty(nb), np.empty(nb), np.zeros(nb)
         T = np.empty(tmax)
         xjt = np.empty((ch, P0))
         P1 = iops[0, 10] * iops[0, 11] if nops else 1
