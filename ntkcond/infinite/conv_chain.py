@@ -936,8 +936,17 @@ def _conv_pair_rows(src, dst, fr, fc, gap, h, w, kh, kw, sh, sw, ph, pw, circ, o
 @njit(**_JIT)
 def _pad_pair_array(src, fr, fc, gap, h, w, ph, pw, hp, wp, Pad):
     """The pixel-pair array src (h, w, h, w) padded to (hp, wp, hp, wp) as the layer maps pad
-    it (``ntkcond.network.spatial._pad_full``): the image's pixel pairs copied in, the rest
-    as ``_pad_border`` writes it."""
+    it (``ntkcond.network.spatial._pad_full``): the image's pixel pairs copied in
+    (``_copy_pairs``), the rest as ``_pad_border`` writes it."""
+    _copy_pairs(src, Pad, h, w, ph, pw, hp, wp, True)
+    _pad_border(Pad, fr, fc, gap, h, w, ph, pw, hp, wp)
+
+
+@njit(**_JIT)
+def _copy_pairs(plain, Pad, h, w, ph, pw, hp, wp, into_pad):
+    """The image's pixel pairs between a plain pixel-pair array (h, w, h, w) and a padded one
+    (hp, wp, hp, wp; the image's pairs from (ph, pw) on both sides): into Pad where
+    ``into_pad``, else out of it into ``plain``."""
     P = h * w
     WP = hp * wp
     for a in range(h):
@@ -946,8 +955,10 @@ def _pad_pair_array(src, fr, fc, gap, h, w, ph, pw, hp, wp, Pad):
             base = (a * w + b) * P
             for a2 in range(h):
                 o = (a2 + ph) * wp + pw
-                row[o:o + w] = src[base + a2 * w:base + (a2 + 1) * w]
-    _pad_border(Pad, fr, fc, gap, h, w, ph, pw, hp, wp)
+                if into_pad:
+                    row[o:o + w] = plain[base + a2 * w:base + (a2 + 1) * w]
+                else:
+                    plain[base + a2 * w:base + (a2 + 1) * w] = row[o:o + w]
 
 
 @njit(**_JIT)
@@ -979,21 +990,6 @@ def _pad_border(Pad, fr, fc, gap, h, w, ph, pw, hp, wp):
                     for a2 in range(h):
                         o = (a2 + ph) * wp + pw
                         row[o:o + w] = fc[a2 * w:(a2 + 1) * w]
-
-
-@njit(**_JIT)
-def _unpad_pair_array(Pad, h, w, ph, pw, hp, wp, dst):
-    """The image's pixel pairs of a padded pixel-pair array (``_pad_pair_array``'s layout)
-    into dst (h, w, h, w)."""
-    P = h * w
-    WP = hp * wp
-    for a in range(h):
-        for b in range(w):
-            row = Pad[((a + ph) * wp + b + pw) * WP:((a + ph) * wp + b + pw + 1) * WP]
-            base = (a * w + b) * P
-            for a2 in range(h):
-                o = (a2 + ph) * wp + pw
-                dst[base + a2 * w:base + (a2 + 1) * w] = row[o:o + w]
 
 
 @njit(**_JIT)
@@ -1461,8 +1457,8 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                                 held = q + 1  # the next convolution reads it there
                             elif q + 1 < nops:  # the next operation reads it from state
                                 for f in range(nc):
-                                    _unpad_pair_array(Pads[cur, f], hout, wout, 1, 1, hp, wp,
-                                                      state[f])
+                                    _copy_pairs(state[f], Pads[cur, f], hout, wout, 1, 1, hp,
+                                                wp, False)
                                 padded = False
                         else:
                             _conv_pairs_all(src, hp, wp, kh, kw, hout, wout, TL3, outP, state,
