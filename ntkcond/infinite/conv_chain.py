@@ -266,13 +266,15 @@ def _grouped(a, axis: int):
 
 def _items(n1: int, n2: int, upper: bool):
     """Work items (i, g): row image i and the column images g·LANES … g·LANES + LANES − 1
-    (``upper``: the groups from the one holding i)."""
+    (``upper``: the rows up to the group's last image), group by group: items that follow
+    one another, on both threads, read the same column group's images and √q (about 0.8 MB),
+    which then come from cache."""
     G = -(-n2 // LANES)
     rows, groups = [], []
-    for i in range(n1):
-        gs = np.arange(i // LANES if upper else 0, G)
-        rows.append(np.full(gs.size, i))
-        groups.append(gs)
+    for g in range(G):
+        rs = np.arange(min(n1, (g + 1) * LANES) if upper else n1)
+        rows.append(rs)
+        groups.append(np.full(rs.size, g))
     return (np.concatenate(rows).astype(np.int64), np.concatenate(groups).astype(np.int64))
 
 
