@@ -1044,19 +1044,19 @@ def _taps3_pairs(src, dst, hp, wp, oh, ow, scale, sb2, tr, nc, act, s1, i1, s2, 
             p = y * ow + x
             ob = ((y + 1) * wp + x + 1) * WP + wp + 1 if keep else 0
             sq1, is1 = s1[p], i1[p]
-            c0, c1, c2 = T[0, x], T[0, x + 1], T[0, x + 2]
-            d0, d1, d2 = T[1, x], T[1, x + 1], T[1, x + 2]
-            e0, e1, e2 = T[2, x], T[2, x + 1], T[2, x + 2]
             dc, dD, dC = dst[0, ob:ob + n], dst[1, ob:ob + n], dst[2, ob:ob + n]
             dG = dst[nc - 1, ob:ob + n]
             if act and nc == 3:
+                c0, c1, c2 = T[0, x], T[0, x + 1], T[0, x + 2]
+                d0, d1, d2 = T[1, x], T[1, x + 1], T[1, x + 2]
+                e0, e1, e2 = T[2, x], T[2, x + 1], T[2, x + 2]
                 for e in range(n):
                     c, D, C, _ = _weights(_cols3(c0, c1, c2, e), _cols3(d0, d1, d2, e),
                                           _cols3(e0, e1, e2, e), 0.0, scale, sb2, tr)
                     dc[e], dD[e], dC[e], _ = _leaky(sq1, is1, s2[e], i2[e], c, D, C, 0.0, a2, b2)
             else:
-                _weights_row(c0, c1, c2, d0, d1, d2, e0, e1, e2, T, x, scale, sb2, tr, nc, act,
-                             sq1, is1, s2, i2, a2, b2, dc, dD, dC, dG)
+                _weights_row(T, x, scale, sb2, tr, nc, act, sq1, is1, s2, i2, a2, b2, dc, dD, dC,
+                             dG)
             if capture:
                 for f in range(nc):
                     sums[1, f] += _image_sum(dst[f, ob:ob + n], oh, ow, wp, acc)
@@ -1067,11 +1067,13 @@ def _taps3_pairs(src, dst, hp, wp, oh, ow, scale, sb2, tr, nc, act, s1, i1, s2, 
 
 
 @njit(**_JIT)
-def _weights_row(c0, c1, c2, d0, d1, d2, e0, e1, e2, T, x, scale, sb2, tr, nc, act, sq1, is1, s2,
-                 i2, a2, b2, dc, dD, dC, dG):
-    """``_taps3_pairs``' other cases on row pixel x's run: the weight map of c, D, C, then
-    G's, then (``act``) the dual in place."""
+def _weights_row(T, x, scale, sb2, tr, nc, act, sq1, is1, s2, i2, a2, b2, dc, dD, dC, dG):
+    """``_taps3_pairs``' other cases on row pixel x's run (its columns' row sums in T): the
+    weight map of c, D, C, then G's, then (``act``) the dual in place."""
     n = dc.size
+    c0, c1, c2 = T[0, x], T[0, x + 1], T[0, x + 2]
+    d0, d1, d2 = T[1, x], T[1, x + 1], T[1, x + 2]
+    e0, e1, e2 = T[2, x], T[2, x + 1], T[2, x + 2]
     for e in range(n):
         dc[e], dD[e], dC[e], _ = _weights(_cols3(c0, c1, c2, e), _cols3(d0, d1, d2, e),
                                           _cols3(e0, e1, e2, e), 0.0, scale, sb2, tr)
@@ -1109,7 +1111,7 @@ def _same3(iops, o):
 
 
 @njit(**_JIT)
-def _strided(a, h, w, wp, out):
+def _at_stride(a, h, w, wp, out):
     """out[y·wp + x] = a[y·w + x] (a per-pixel array in a padded layout's row stride; the
     cells x ≥ w zero)."""
     out[:] = 0.0
@@ -1369,8 +1371,8 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                 oh, ow = iops[0, 10], iops[0, 11]
                 padded = q + 1 < nops and _same3(iops, q + 1)
                 hp1, wp1, pad1 = (oh + 2, ow + 2, 1) if padded else (oh, ow, 0)
-                _strided(S2[j, q], oh, ow, wp1, s2p)
-                _strided(I2[j, q], oh, ow, wp1, i2p)
+                _at_stride(S2[j, q], oh, ow, wp1, s2p)
+                _at_stride(I2[j, q], oh, ow, wp1, i2p)
                 _first_conv(x1[i], x2[j], iops, fops, pi, pjt, ni, nj, act, fops[q, 3],
                             fops[q, 4], S1[i, q], I1[i, q], s2p, i2p, Pads[cur] if padded
                             else state, nc, pad1, pad1, hp1, wp1, spare)
@@ -1380,11 +1382,8 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                 if act:
                     skip = 1
                 if cap[1] >= 0:  # (then not act)
-                    if padded:
-                        _full_capture(out, k, cap[1], Pads[cur], nc, oh, ow, 1, 1, oh + 2, ow + 2,
-                                      acc)
-                    else:
-                        _full_capture(out, k, cap[1], state, nc, oh, ow, 0, 0, oh, ow, acc)
+                    _full_capture(out, k, cap[1], Pads[cur] if padded else state, nc, oh, ow,
+                                  pad1, pad1, hp1, wp1, acc)
             xi = x1[i].reshape(P0, ch)
             xj = x2[j].reshape(P0, ch)
             for z in range(ch if not patches else 0):  # the column image's channels as rows
@@ -1439,8 +1438,8 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                         held = -1
                         padded = False
                         if _same3(iops, o):  # into the other padded buffer, in its layout
-                            _strided(S2[j, q], hout, wout, wp, s2p)
-                            _strided(I2[j, q], hout, wout, wp, i2p)
+                            _at_stride(S2[j, q], hout, wout, wp, s2p)
+                            _at_stride(I2[j, q], hout, wout, wp, i2p)
                             # read out while in cache; stored only where read after
                             capture = cap[q + 1] >= 0
                             keep = q + 1 < nops
@@ -1494,10 +1493,7 @@ def _full_items(x1, x2, rows, cols, iops, fops, Q1, A1, S1, I1, Q2, A2, S2, I2, 
                                   G[p * P:(p + 1) * P], a2, b2, angles)
                 if cap[o + 1] < 0 or done == o + 1:  # none, or read out already
                     continue
-                if padded:
-                    _full_capture(out, k, cap[o + 1], Pads[cur], nc, hout, wout, 1, 1, hout + 2,
-                                  wout + 2, acc)
-                else:
-                    _full_capture(out, k, cap[o + 1], state, nc, hout, wout, 0, 0, hout, wout,
-                                  acc)
+                pad = 1 if padded else 0  # (padded: the 3 × 3 path's layout)
+                _full_capture(out, k, cap[o + 1], Pads[cur] if padded else state, nc, hout, wout,
+                              pad, pad, hout + 2 * pad, wout + 2 * pad, acc)
     return out
