@@ -357,17 +357,24 @@ def test_state_that_cannot_fit_is_refused_before_allocating():
                         stax.GlobalAvgPool(), stax.Dense(1)).spec
     with pytest.raises(InsufficientMemoryError, match="Flatten read-out"):
         evaluate_images(chain, np.ones((2, 64, 64, 3)), memory_limit=10 ** 6)
+    flat = stax.serial(stax.Conv(2, (3, 3), padding="SAME"), stax.Relu(), stax.Flatten(),
+                       stax.Dense(1)).spec  # the compiled route's per-image arrays
+    with pytest.raises(InsufficientMemoryError, match="variances of 40 64 x 64 images"):
+        evaluate_images(flat, np.ones((40, 64, 64, 3)), memory_limit=10 ** 6)
 
 
-def test_compiled_route_by_blocks_of_rows_equals_one_tile(monkeypatch):
-    """Blocks of rows (``CHAIN_BLOCK_BYTES``) give the kernel of one tile, exactly symmetric
-    (bit for bit where the pairs are computed in the same lanes; 1e-15 of the scale here)."""
+@pytest.mark.parametrize("readout", [stax.Flatten, stax.GlobalAvgPool])
+def test_compiled_route_by_blocks_of_rows_equals_one_tile(monkeypatch, readout):
+    """Blocks of rows (``CHAIN_BLOCK_BYTES``; each block the pairs j ≥ i of its rows) give
+    the kernel of one tile, exactly symmetric (bit for bit where the pairs are computed in
+    the same lanes; 1e-15 of the scale here)."""
     from ntkcond.infinite import engine
 
-    spec = LAYER_MAP_NETS["relu_same"](stax.Flatten()).spec
+    spec = LAYER_MAP_NETS["relu_same"](readout()).spec
     x = _images((6, 6, 2), 21, 5)
     whole = engine._evaluate_images(spec, x, None, True, True, True, "t", None)
-    monkeypatch.setattr(engine, "CHAIN_BLOCK_BYTES", 32 * 21 * 5)  # blocks of 5 rows
+    # 5 rows asked: blocks of 8 (whole groups of LANES column images), 8 + 8 + 5
+    monkeypatch.setattr(engine, "CHAIN_BLOCK_BYTES", 32 * 21 * 5)
     blocks = engine._evaluate_images(spec, x, None, True, True, True, "t", None)
     for key in ("nngp", "ntk", "R", "Z"):
         a, b = getattr(whole, key), getattr(blocks, key)

@@ -56,7 +56,7 @@ from ..network.layers import Identity, Nonlinearity, leaves
 from ..network.spatial import output_size, padding_before
 from ..network.state import PairState
 
-__all__ = ["ConvChain", "RANGE_BITS", "half_angle"]
+__all__ = ["ConvChain", "Images", "RANGE_BITS", "half_angle"]
 
 #: The compiled route runs where every per-image diagonal stays within
 #: [2^−RANGE_BITS, 2^RANGE_BITS] (zeros allowed): the layer maps' rescaling (``RESCALE_BITS``)
@@ -167,50 +167,70 @@ class ConvChain:
             return self.image_shape[0] * self.image_shape[1]
         return int(self.iops[stage - 1, 10] * self.iops[stage - 1, 11])
 
-    def tile(self, x1, x2, diag1, diag2, *, upper: bool, angles: bool, stages=None):
+    def image_bytes(self, shape, *, columns: bool = False) -> int:
+        """Bytes of ``prepare``'s arrays for images of ``shape`` (n, H, W, C): the images, q,
+        A and their roots per stage and pixel, and (``columns``, diagonal mode) the column
+        layout's copies of the images and roots."""
+        n, h, w, ch = (int(v) for v in shape)
+        pmax = max([h * w] + [int(r[10] * r[11]) for r in self.iops])
+        floats = n * (h * w * ch + 4 * self.stages * pmax)
+        if columns and not self.pools:
+            floats += -(-n // LANES) * LANES * (h * w * ch + 2 * self.stages * pmax)
+        return 8 * floats
+
+    def prepare(self, x, *, columns: bool = False) -> "Images":
+        """``x`` (n, H, W, C) ready for ``tile`` and ``selves``: its ``diagonals`` and their
+        roots, computed once for every block they take part in; ``columns``: also the
+        diagonal mode's column layout (``Images.lanes``)."""
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        q, a = self.diagonals(x)
+        s, inv = _roots(q)
+        lanes = None
+        if columns and not self.pools:
+            xg = _grouped(np.moveaxis(x.reshape(len(x), -1, x.shape[-1]), 2, 1), 0)
+            lanes = (xg.reshape(xg.shape[0], xg.shape[1], -1), _grouped(s, 0), _grouped(inv, 0))
+        return Images(x, q, a, s, inv, lanes)
+
+    def tile(self, side1: "Images", side2: "Images", *, upper: bool, angles: bool,
+             stages=None):
         """The read-out means (n1, n2, len(stages), 4) of c, D, C, G of every pair
-        (x1[i], x2[j]) at each of ``stages`` (default: the last), over the spatial diagonal
-        (``Flatten``) or over every pixel pair (``GlobalAvgPool``); ``upper``: x2 is x1 and
-        only j ≥ i is computed (the rest left 0). ``diag1``, ``diag2``: the ``diagonals`` of
-        x1 and x2; G is 0 unless ``angles``."""
+        (x1[i], x2[j]) of the images of ``side1`` and ``side2`` (``prepare``) at each of
+        ``stages`` (default: the last), over the spatial diagonal (``Flatten``) or over every
+        pixel pair (``GlobalAvgPool``); ``upper``: side2 begins with side1's images and only
+        j ≥ i is computed (the rest left 0). G is 0 unless ``angles``."""
         stages, cap = self._captures(stages)
-        x1 = np.ascontiguousarray(x1, dtype=np.float64)
-        x2 = np.ascontiguousarray(x2, dtype=np.float64)
-        n1, n2 = len(x1), len(x2)
-        S1, I1 = _roots(diag1[0])
-        S2, I2 = _roots(diag2[0])
+        n1, n2 = len(side1.x), len(side2.x)
         if self.pools:
             rows, cols = np.triu_indices(n1, m=n2) if upper else np.indices((n1, n2))
             rows, cols = rows.ravel().astype(np.int64), cols.ravel().astype(np.int64)
-            sums = _full_items(x1, x2, rows, cols, self.iops, self.fops, diag1[0], diag1[1], S1,
-                               I1, diag2[0], diag2[1], S2, I2, bool(angles), cap, len(stages),
-                               get_num_threads())
+            sums = _full_items(side1.x, side2.x, rows, cols, self.iops, self.fops, side1.q,
+                               side1.a, side1.s, side1.inv, side2.q, side2.a, side2.s,
+                               side2.inv, bool(angles), cap, len(stages), get_num_threads())
             out = np.zeros((n1, n2, len(stages), 4))
             out[rows, cols] = sums
             return out
+        if side2.lanes is None:
+            side2 = self.prepare(side2.x, columns=True)
+        xg, sg, ig = side2.lanes
         rows, groups = _items(n1, n2, upper)
-        x2g = _grouped(np.moveaxis(x2.reshape(n2, -1, x2.shape[-1]), 2, 1), 0)  # (G, C, P, L)
-        x2g = x2g.reshape(x2g.shape[0], x2g.shape[1], -1)                      # (G, C, P·L)
-        return _diag_items(x1, x2g, rows, groups, n2, upper, self.iops, self.fops, S1, I1,
-                           _grouped(S2, 1), _grouped(I2, 1), bool(angles), cap, len(stages),
-                           get_num_threads())
+        return _diag_items(side1.x, xg, rows, groups, n2, upper, self.iops, self.fops, side1.s,
+                           side1.inv, sg, ig, bool(angles), cap, len(stages), get_num_threads())
 
-    def selves(self, x, diag, *, angles: bool, stages=None):
-        """The read-out means (n, len(stages), 4) of the pairs (x[i], x[i])."""
+    def selves(self, side: "Images", *, angles: bool, stages=None):
+        """The read-out means (n, len(stages), 4) of the pairs (x[i], x[i]) of ``side``'s
+        images (``prepare``)."""
         stages, cap = self._captures(stages)
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        S, I = _roots(diag[0])
-        idx = np.arange(len(x), dtype=np.int64)
         if self.pools:
-            return _full_items(x, x, idx, idx, self.iops, self.fops, diag[0], diag[1], S, I,
-                               diag[0], diag[1], S, I, bool(angles), cap, len(stages),
-                               get_num_threads())
-        out = np.empty((len(x), len(stages), 4))
+            idx = np.arange(len(side.x), dtype=np.int64)
+            return _full_items(side.x, side.x, idx, idx, self.iops, self.fops, side.q, side.a,
+                               side.s, side.inv, side.q, side.a, side.s, side.inv, bool(angles),
+                               cap, len(stages), get_num_threads())
+        out = np.empty((len(side.x), len(stages), 4))
         for k, stage in enumerate(stages):  # Flatten: the per-image diagonals' means
             P = self.pixels(stage)
-            out[:, k, 0] = np.mean(diag[0][:, stage, :P], axis=1)
+            out[:, k, 0] = np.mean(side.q[:, stage, :P], axis=1)
             out[:, k, 1] = 0.0
-            out[:, k, 2] = np.mean(diag[1][:, stage, :P], axis=1)
+            out[:, k, 2] = np.mean(side.a[:, stage, :P], axis=1)
             out[:, k, 3] = 0.0
         return out
 
@@ -239,6 +259,38 @@ class ConvChain:
         for k, stage in enumerate(stages):
             cap[stage] = k
         return stages, cap
+
+
+@dataclasses.dataclass(frozen=True)
+class Images:
+    """Images prepared for ``ConvChain.tile`` (``ConvChain.prepare``); ``images[a:b]`` the
+    images a … b − 1 (views; the column layout kept where a is a multiple of LANES and b the
+    end).
+
+    Attributes:
+      x: (n, H, W, C) float64, C-contiguous.
+      q, a: the per-pixel variances and NTK diagonals after every stage
+        (``ConvChain.diagonals``), (n, stages, P_max).
+      s, inv: √q and 1/√q (0 where q = 0).
+      lanes: None, or the diagonal mode's column layout: the images in groups of LANES (the
+        last padded with copies of the last image), the lane axis last: (x (G, C, P·LANES),
+        s and inv (G, stages, P_max, LANES)).
+    """
+
+    x: np.ndarray
+    q: np.ndarray
+    a: np.ndarray
+    s: np.ndarray
+    inv: np.ndarray
+    lanes: tuple | None = None
+
+    def __getitem__(self, k: slice) -> "Images":
+        a, b, _ = k.indices(len(self.x))
+        lanes = None
+        if self.lanes is not None and a % LANES == 0 and b == len(self.x):
+            g = a // LANES
+            lanes = (self.lanes[0][g:], self.lanes[1][g:], self.lanes[2][g:])
+        return Images(self.x[a:b], self.q[a:b], self.a[a:b], self.s[a:b], self.inv[a:b], lanes)
 
 
 def _roots(Q):
@@ -282,7 +334,9 @@ def _items(n1: int, n2: int, upper: bool):
 # Compiled kernels. numba compiles them on first use (cached on disk); error_model="numpy" lets
 # divisions vectorise (IEEE results, no ZeroDivisionError branches).
 
-from numba import get_num_threads, njit, prange  # noqa: E402,F401
+from llvmlite import ir  # noqa: E402
+from numba import get_num_threads, njit, prange, types  # noqa: E402,F401
+from numba.extending import intrinsic  # noqa: E402
 
 _PI = math.pi
 _TWO_OVER_PI = 2.0 / math.pi
@@ -505,13 +559,10 @@ def _clear_border(buf, lay):
         a = buf[f]
         for yy in range(HP):
             if top <= yy < top + H:  # the row's left and right padding
-                for e in range(yy * WP * L, (yy * WP + left) * L):
-                    a[e] = 0.0
-                for e in range((yy * WP + left + W) * L, (yy + 1) * WP * L):
-                    a[e] = 0.0
+                a[yy * WP * L:(yy * WP + left) * L] = 0.0
+                a[(yy * WP + left + W) * L:(yy + 1) * WP * L] = 0.0
             else:
-                for e in range(yy * WP * L, (yy + 1) * WP * L):
-                    a[e] = 0.0
+                a[yy * WP * L:(yy + 1) * WP * L] = 0.0
 
 
 @njit(**_JIT)
@@ -545,36 +596,35 @@ def _wrap(buf, lay, nc):
 
 
 @njit(**_JIT)
-def _diag_capture(out, i, g, n2, upper, slot, buf, lay, part, sums):
+def _diag_capture(out, i, g, n2, upper, slot, buf, lay, nc, acc, sums):
     """The read-out means of a work item's stage (stored as ``lay`` in ``buf``) into
-    out[i, j, slot] (lanes j ≥ i where ``upper``): per component and lane the mean over the
-    pixels p = y·W + x in order, summed in blocks of BLOCK pixels."""
+    out[i, j, slot] (lanes j ≥ i where ``upper``): per component (the first ``nc``; G 0 where
+    ``nc`` = 3) and lane the mean over the pixels, two-level: each column's sum over the rows
+    (into acc, W·LANES: one contiguous add per row), then the columns' (error ≲ (H + W)·eps
+    of Σ|a|)."""
     L = LANES
     H, W, top, left, WP = lay[0], lay[1], lay[2], lay[3], lay[5]
-    n = H * W
+    RW = W * L
+    col = acc[:RW]
     for f in range(4):
-        a = buf[f]
         for l in range(L):
             sums[f, l] = 0.0
-        y, x = 0, 0    # pixel p = y·W + x, in order
-        for b0 in range(0, n, BLOCK):
+    for f in range(nc):
+        a = buf[f]
+        col[:] = 0.0
+        for y in range(H):
+            b = ((y + top) * WP + left) * L
+            row = a[b:b + RW]
+            for e in range(RW):
+                col[e] += row[e]
+        for x in range(W):
             for l in range(L):
-                part[l] = 0.0
-            for p in range(b0, min(n, b0 + BLOCK)):
-                k = ((y + top) * WP + x + left) * L
-                for l in range(L):
-                    part[l] += a[k + l]
-                x += 1
-                if x == W:
-                    x = 0
-                    y += 1
-            for l in range(L):
-                sums[f, l] += part[l]
+                sums[f, l] += col[x * L + l]
     for l in range(L):
         j = g * L + l
         if j < n2 and (j >= i or not upper):
             for f in range(4):
-                out[i, j, slot, f] = sums[f, l] / n
+                out[i, j, slot, f] = sums[f, l] / (H * W)
 
 
 @njit(inline="always", **_JIT)
@@ -732,14 +782,37 @@ def _act_row(src, li, dst, lo, y, s1, i1, s2, i2, a2, b2, nc):
                                         a2, b2)
 
 
+@intrinsic
+def _splat(typingctx, out, k, v):
+    """out[k:k + LANES] = v as one vector store (a broadcast, then a 512-bit store: numba does
+    not run LLVM's SLP vectoriser, which would otherwise merge LANES scalar stores). No bounds
+    check: the caller's (``_lanes``); ``out`` a C-contiguous float64 vector."""
+    if not (isinstance(out, types.Array) and out.ndim == 1 and out.layout == "C"
+            and out.dtype == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        a, i, x = args
+        data = context.make_array(signature.args[0])(context, builder, a).data
+        vec = ir.VectorType(ir.DoubleType(), LANES)
+        undef, i32 = ir.Constant(vec, ir.Undefined), ir.IntType(32)
+        one = builder.insert_element(undef, x, ir.Constant(i32, 0))
+        splat = builder.shuffle_vector(one, undef,
+                                       ir.Constant(ir.VectorType(i32, LANES), [0] * LANES))
+        builder.store(splat, builder.bitcast(builder.gep(data, [i], inbounds=True),
+                                             vec.as_pointer()), align=8)
+        return context.get_dummy_value()
+    return types.void(out, k, v), codegen
+
+
 @njit(**_JIT)
 def _lanes(a, out):
-    """out[x·LANES + l] = a[x] for every lane l (a row image's values beside the lanes)."""
-    L = LANES
+    """out[x·LANES + l] = a[x] for every lane l (a row image's values beside the lanes), one
+    vector store per x (``_splat``)."""
+    if out.size < a.size * LANES:
+        raise ValueError("_lanes: out is shorter than LANES values per value of a")
     for x in range(a.size):
-        v = a[x]
-        for l in range(L):
-            out[x * L + l] = v
+        _splat(out, x * LANES, a[x])
 
 
 @njit(**_JIT)
@@ -774,7 +847,7 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                 cap, ncap, threads):
     """The diagonal mode's read-out means for work items (i, g): row image x1[i] against the
     LANES column images of group g (x2g: (groups, channels, pixels·LANES); S2g, I2g: their √q
-    and 1/√q, (stages, groups, pixels, LANES)). A work item's stage is, per component (c, D, C,
+    and 1/√q, (groups, stages, pixels, LANES)). A work item's stage is, per component (c, D, C,
     G), one flat array of (pixel, lane) values stored as ``_layouts`` says (padded for the
     convolution that reads it), so that every filter sum and dual runs over contiguous rows
     (``_conv_row``, ``_act_row``) and vectorises; an activation right after a convolution is
@@ -799,7 +872,7 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
         bS, bI = np.empty(wmax), np.empty(wmax)   # a row of the row image's √q, 1/√q per lane
         bX = np.empty((ch, w * L))                # a row of its channels per lane
         T, O = np.zeros((4, wmax)), np.zeros((4, wmax))
-        part, sums = np.empty(L), np.empty((4, L))
+        acc, sums = np.empty(wmax), np.empty((4, L))
         for k in range(thread, K, threads):
             i, g = rows[k], groups[k]
             cur = 0
@@ -812,7 +885,7 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
             if l0[6]:
                 _wrap(buf[0], l0, nc)
             if cap[0] >= 0:
-                _diag_capture(out, i, g, n2, upper, cap[0], buf[0], l0, part, sums)
+                _diag_capture(out, i, g, n2, upper, cap[0], buf[0], l0, nc, acc, sums)
             o = 0
             while o < nops:
                 fused = (iops[o, 0] == _CONV and o + 1 < nops and iops[o + 1, 0] == _LEAKY
@@ -829,8 +902,8 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                         ow = iops[o, 11]
                         _lanes(S1[i, q, y * ow:(y + 1) * ow], bS)
                         _lanes(I1[i, q, y * ow:(y + 1) * ow], bI)
-                    s2 = S2g[q, g].reshape(-1)[r:r + RO]
-                    i2 = I2g[q, g].reshape(-1)[r:r + RO]
+                    s2 = S2g[g, q].reshape(-1)[r:r + RO]
+                    i2 = I2g[g, q].reshape(-1)[r:r + RO]
                     if iops[o, 0] == _CONV:
                         _conv_row(buf[cur], lay[o], buf[nxt], lay[s], y, iops[o], fops[o], fused,
                                   bS[:RO], bI[:RO], s2, i2, a2, b2, nc, T, O)
@@ -841,7 +914,8 @@ def _diag_items(x1, x2g, rows, groups, n2, upper, iops, fops, S1, I1, S2g, I2g, 
                 if lay[s, 6]:
                     _wrap(buf[cur], lay[s], nc)
                 if cap[s] >= 0:
-                    _diag_capture(out, i, g, n2, upper, cap[s], buf[cur], lay[s], part, sums)
+                    _diag_capture(out, i, g, n2, upper, cap[s], buf[cur], lay[s], nc,
+                                  acc, sums)
                 o = s
     return out
 

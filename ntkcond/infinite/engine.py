@@ -323,40 +323,49 @@ def _conv_chain_route(network, x1, x2, nngp, ntk, angles, where, memory_limit=No
     (default: the chain's end; the net after the read-out the same at every stage), built by
     blocks of rows (``CHAIN_BLOCK_BYTES`` of read-out sums at a time); x2 None: the pairs
     j ≥ i of each block, the kernel mirrored from its upper triangle (exactly symmetric)."""
-    from .conv_chain import ConvChain  # numba: compiled on first use
+    from .conv_chain import LANES, ConvChain  # numba: compiled on first use
 
     plan = ConvChain.of(network, x1.shape[1:3])
     if plan is None:
         return None
-    d1 = plan.diagonals(x1)
-    d2 = d1 if x2 is None else plan.diagonals(x2)
-    if not plan.in_range(*d1, *d2):
+    from .._core.memory import check_memory
+
+    check_memory(plan.image_bytes(x1.shape, columns=x2 is None)
+                 + (0 if x2 is None else plan.image_bytes(x2.shape, columns=True)),
+                 f"the per-pixel variances of {len(x1) + (0 if x2 is None else len(x2))} "
+                 f"{x1.shape[1]} x {x1.shape[2]} images at {plan.stages} stages and their roots",
+                 memory_limit, where, alternative="pass fewer images (the kernel of a subset, "
+                 "or of blocks of rows and columns through x2)")
+    side1 = plan.prepare(x1, columns=x2 is None)
+    side2 = side1 if x2 is None else plan.prepare(x2, columns=True)
+    if not plan.in_range(side1.q, side1.a, side2.q, side2.a):
         return None
     if plan.pools:
         _check_pair_buffers(plan, x1.shape, where, memory_limit)
-    y = x1 if x2 is None else x2
-    n1, n2 = len(x1), len(y)
+    n1, n2 = len(side1.x), len(side2.x)
     stages = (plan.stages - 1,) if stages is None else tuple(stages)
     wanted = [k for k, w in (("nngp", nngp), ("ntk", ntk), ("R", angles), ("Z", angles)) if w]
     out = [{k: np.empty((n1, n2)) for k in wanted} for _ in stages]
     rest = Serial(plan.rest)
     rows = max(1, min(n1, CHAIN_BLOCK_BYTES // (32 * n2 * len(stages))))
-    whole = x2 is None and rows == n1
+    if rows < n1:  # whole groups of column images: a block's columns keep their layout
+        rows = max(LANES, rows - rows % LANES)
+    whole = x2 is None and rows >= n1
     sums = None
     if whole:  # one tile: the selves are its diagonal (not computed twice)
-        sums = plan.tile(x1, x1, d1, d1, upper=True, angles=angles, stages=stages)
+        sums = plan.tile(side1, side1, upper=True, angles=angles, stages=stages)
         selves1 = selves2 = np.ascontiguousarray(sums[np.arange(n1), np.arange(n1)])
         if not plan.pools:  # Flatten's selves: the per-image diagonals (exactly, D = G = 0)
-            selves1 = selves2 = plan.selves(x1, d1, angles=angles, stages=stages)
+            selves1 = selves2 = plan.selves(side1, angles=angles, stages=stages)
     else:
-        selves1 = plan.selves(x1, d1, angles=angles, stages=stages)
-        selves2 = selves1 if x2 is None else plan.selves(x2, d2, angles=angles, stages=stages)
+        selves1 = plan.selves(side1, angles=angles, stages=stages)
+        selves2 = selves1 if x2 is None else plan.selves(side2, angles=angles, stages=stages)
     for r0 in range(0, n1, rows):
         r1 = min(n1, r0 + rows)
-        c0 = r0 if x2 is None else 0  # x2 None: columns from the block's first row
+        c0 = r0 if x2 is None else 0  # x2 None: columns from the block's first row, j ≥ i
         if not whole:
-            sums = plan.tile(x1[r0:r1], y[c0:], _rows_of(d1, r0, r1), _rows_of(d2, c0, n2),
-                             upper=False, angles=angles, stages=stages)
+            sums = plan.tile(side1[r0:r1], side2[c0:], upper=x2 is None, angles=angles,
+                             stages=stages)
         for k in range(len(stages)):
             state = rest.kernel(plan.readout_state(sums[:, :, k], selves1[r0:r1, k],
                                                    selves2[c0:, k], angles=angles).rescaled())
@@ -370,11 +379,6 @@ def _conv_chain_route(network, x1, x2, nngp, ntk, angles, where, memory_limit=No
             for key in wanted:
                 part[key][lower] = part[key].T[lower]
     return [Evaluated(*(part.get(k) for k in ("nngp", "ntk", "R", "Z"))) for part in out]
-
-
-def _rows_of(diag, r0, r1):
-    """The ``ConvChain.diagonals`` of images r0 … r1 − 1."""
-    return diag[0][r0:r1], diag[1][r0:r1]
 
 
 def _check_pair_buffers(plan, shape, where, memory_limit):
