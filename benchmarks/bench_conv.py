@@ -146,7 +146,8 @@ def report(args, gap, flat) -> str:
              "",
              f"Command: `{' '.join(shlex.quote(a) for a in [sys.executable.split('/')[-1]] + sys.argv)}`  ",
              f"ntkcond {ntkcond.__version__}, numpy {np.__version__}, numba {numba.__version__}, "
-             f"jax {jax.__version__}; {os.cpu_count()} CPUs.", ""]
+             f"jax {jax.__version__} (devices: {', '.join(str(d) for d in jax.devices())}); "
+             f"{os.cpu_count()} CPUs.", ""]
     if gap is not None:
         lines += ["## 1. Global average pooling: 4-layer ReLU CNN, 8 images, NTK (float64)", "",
                   f"Images: {gap['images']}. Load before/after: {gap['load_before']} / "

@@ -3,7 +3,13 @@
 #   1. the empirical-NTK benchmark (benchmarks/bench_empirical_ntk.py --quick), when present;
 #   2. the streaming smallest gradient angle over all pairs at MNIST-train size (n = 60,000,
 #      1.8e9 pairs), depths 0-10, ReLU and linear, on every visible device, in float64 and in
-#      float32 (matmuls at highest precision), with the float32/float64 difference.
+#      float32 (matmuls at highest precision), with the float32/float64 difference;
+#   3. the convolutional kernels (benchmarks/bench_conv.py --skip-flatten): the global-average-
+#      pooling NTK of a 4-layer ReLU CNN on 8 CIFAR-10 images, time per kernel entry.
+#      ntkcond's convolutional kernels are compiled for the CPU (numba: they run on the
+#      machine's cores, not on the GPU); neural-tangents' jitted kernel_fn runs on the GPU where
+#      it imports (jax <= 0.5 with CUDA), in float64. A GPU route for ntkcond's convolutional
+#      kernels, and their float32 figure, do not exist yet: this step measures what there is.
 # Data: MNIST train from tensorflow-datasets when prepared; otherwise 60,000 SYNTHETIC inputs
 # made by tiling the 10,000 MNIST test images 6x and adding N(0, 0.02^2) pixel noise (labelled
 # as such in the output); otherwise Gaussian inputs.
@@ -62,3 +68,6 @@ print(f"float32 vs float64: max relative difference {record['float32_vs_float64_
 with open(os.path.join(out, "min_angle_60k.json"), "w") as f:
     json.dump(record, f, indent=1)
 PY
+
+timeout 200 $PY benchmarks/bench_conv.py --skip-flatten --rounds 3 --out "$OUT/conv_gap.md" \
+  || echo "bench_conv.py failed or timed out (continuing)"
