@@ -185,10 +185,7 @@ class ConvChain:
         x = np.ascontiguousarray(x, dtype=np.float64)
         q, a = self.diagonals(x)
         s, inv = _roots(q)
-        lanes = None
-        if columns and not self.pools:
-            xg = _grouped(np.moveaxis(x.reshape(len(x), -1, x.shape[-1]), 2, 1), 0)
-            lanes = (xg.reshape(xg.shape[0], xg.shape[1], -1), _grouped(s, 0), _grouped(inv, 0))
+        lanes = _column_layout(x, s, inv) if columns and not self.pools else None
         return Images(x, q, a, s, inv, lanes)
 
     def tile(self, side1: "Images", side2: "Images", *, upper: bool, angles: bool,
@@ -209,9 +206,8 @@ class ConvChain:
             out = np.zeros((n1, n2, len(stages), 4))
             out[rows, cols] = sums
             return out
-        if side2.lanes is None:
-            side2 = self.prepare(side2.x, columns=True)
-        xg, sg, ig = side2.lanes
+        lanes = side2.lanes
+        xg, sg, ig = _column_layout(side2.x, side2.s, side2.inv) if lanes is None else lanes
         rows, groups = _items(n1, n2, upper)
         return _diag_items(side1.x, xg, rows, groups, n2, upper, self.iops, self.fops, side1.s,
                            side1.inv, sg, ig, bool(angles), cap, len(stages), get_num_threads())
@@ -285,12 +281,21 @@ class Images:
     lanes: tuple | None = None
 
     def __getitem__(self, k: slice) -> "Images":
-        a, b, _ = k.indices(len(self.x))
+        lo, hi, step = k.indices(len(self.x))
+        if step != 1:
+            raise ValueError(f"Images[{k}]: expected a slice of consecutive images")
         lanes = None
-        if self.lanes is not None and a % LANES == 0 and b == len(self.x):
-            g = a // LANES
+        if self.lanes is not None and lo % LANES == 0 and hi == len(self.x):
+            g = lo // LANES
             lanes = (self.lanes[0][g:], self.lanes[1][g:], self.lanes[2][g:])
-        return Images(self.x[a:b], self.q[a:b], self.a[a:b], self.s[a:b], self.inv[a:b], lanes)
+        return Images(self.x[lo:hi], self.q[lo:hi], self.a[lo:hi], self.s[lo:hi],
+                      self.inv[lo:hi], lanes)
+
+
+def _column_layout(x, s, inv):
+    """``Images.lanes`` of images x (n, H, W, C) with roots s, inv (n, stages, P_max)."""
+    xg = _grouped(np.moveaxis(x.reshape(len(x), -1, x.shape[-1]), 2, 1), 0)  # (G, C, P, L)
+    return xg.reshape(xg.shape[0], xg.shape[1], -1), _grouped(s, 0), _grouped(inv, 0)
 
 
 def _roots(Q):
