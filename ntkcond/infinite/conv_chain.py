@@ -137,8 +137,7 @@ class ConvChain:
     def pair_buffer_bytes(self, threads: int) -> int:
         """Bytes of the pooling route's per-thread buffers (``_full_items``: the pixel-pair
         state, the padded and the partly summed arrays) for ``threads`` threads."""
-        h, w = self.image_shape
-        pmax = max([h * w] + [int(r[10] * r[11]) for r in self.iops])
+        pmax = self.max_pixels
         tmax, padmax, rowmax, colmax, longmax, strided = _full_sizes(self.iops)
         floats = ((8 if strided else 4) * pmax * pmax + 2 * 4 * padmax + 5 * longmax
                   + 4 * colmax * rowmax + tmax + 8 * pmax + 4 * rowmax)
@@ -167,12 +166,17 @@ class ConvChain:
             return self.image_shape[0] * self.image_shape[1]
         return int(self.iops[stage - 1, 10] * self.iops[stage - 1, 11])
 
+    @property
+    def max_pixels(self) -> int:
+        """The most pixels per image at any stage (P_max of ``diagonals``' arrays)."""
+        return max(self.pixels(stage) for stage in range(self.stages))
+
     def image_bytes(self, shape, *, columns: bool = False) -> int:
         """Bytes of ``prepare``'s arrays for images of ``shape`` (n, H, W, C): the images, q,
         A and their roots per stage and pixel, and (``columns``, diagonal mode) the column
         layout's copies of the images and roots."""
         n, h, w, ch = (int(v) for v in shape)
-        pmax = max([h * w] + [int(r[10] * r[11]) for r in self.iops])
+        pmax = self.max_pixels
         floats = n * (h * w * ch + 4 * self.stages * pmax)
         if columns and not self.pools:
             floats += -(-n // LANES) * LANES * (h * w * ch + 2 * self.stages * pmax)
